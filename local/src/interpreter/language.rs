@@ -1,0 +1,78 @@
+//! Kernel languages: the names clients send and how each kernel is launched.
+
+/// The Python driver, run with `python3 -u -c`.
+const PYTHON_DRIVER: &str = include_str!("python_kernel.py");
+/// The Node driver, run with `node -e`.
+const JAVASCRIPT_DRIVER: &str = include_str!("javascript_kernel.js");
+
+/// A language this interpreter has a kernel for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Language {
+    /// CPython through `python_kernel.py`.
+    Python,
+    /// Node through `javascript_kernel.js`.
+    JavaScript,
+    /// A persistent `bash` fed with sentinel-terminated executions.
+    Bash,
+}
+
+impl Language {
+    /// Parses a client-given name the way the real server normalises it
+    /// (trim, lower-case, `js`/`ts` aliases). Unknown names are an error
+    /// whose text is sent as the 500 answer.
+    pub(crate) fn parse(raw: &str) -> Result<Language, String> {
+        let name = raw.trim().to_lowercase();
+        match name.as_str() {
+            "python" => Ok(Language::Python),
+            "javascript" | "js" => Ok(Language::JavaScript),
+            "bash" => Ok(Language::Bash),
+            "typescript" | "ts" => Err(
+                "Failed to create context for language typescript: no TypeScript kernel is available in this local server"
+                    .to_string(),
+            ),
+            other => Err(format!(
+                "Failed to create context for language {other}: unsupported language (supported: python, javascript, bash)"
+            )),
+        }
+    }
+
+    /// The name contexts report.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::JavaScript => "javascript",
+            Language::Bash => "bash",
+        }
+    }
+
+    /// Program and arguments that start this kernel with working directory `cwd`.
+    pub(crate) fn launch(self, cwd: &str) -> (&'static str, Vec<String>) {
+        match self {
+            Language::Python => (
+                "python3",
+                vec!["-u".into(), "-c".into(), PYTHON_DRIVER.into(), cwd.into()],
+            ),
+            Language::JavaScript => (
+                "node",
+                vec!["-e".into(), JAVASCRIPT_DRIVER.into(), cwd.into()],
+            ),
+            // Bash gets its working directory from the bootstrap it is fed.
+            Language::Bash => ("bash", vec!["--noprofile".into(), "--norc".into()]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_normalised_like_the_real_server() {
+        assert_eq!(Language::parse(" Python "), Ok(Language::Python));
+        assert_eq!(Language::parse("JS"), Ok(Language::JavaScript));
+        assert_eq!(Language::parse("javascript"), Ok(Language::JavaScript));
+        assert_eq!(Language::parse("bash"), Ok(Language::Bash));
+        assert!(Language::parse("ts").unwrap_err().contains("typescript"));
+        assert!(Language::parse("cobol").unwrap_err().contains("cobol"));
+    }
+}

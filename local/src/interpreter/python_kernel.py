@@ -1,0 +1,320 @@
+# Python kernel driver of the local code interpreter.
+#
+# Protocol: the server writes one JSON object per line to stdin
+#   {"op": "execute", "code": str, "env_vars": {str: str}, "count": int}
+#   {"op": "interrupt"}
+# and reads messages from stdout, each on its own line prefixed by MAGIC:
+#   ready | stdout{text} | stderr{text} | result{data, main} |
+#   error{name, value, traceback} | done
+# plus a "mark" message on stderr when an execution ends. Anything else on
+# stdout/stderr (output of child processes) is forwarded as raw output.
+import ast
+import asyncio
+import base64
+import builtins
+import inspect
+import json
+import linecache
+import os
+import queue
+import signal
+import sys
+import threading
+import traceback
+
+MAGIC = "\x1eE2B\x1f"
+CHUNK = 16384
+_write_lock = threading.Lock()
+
+
+def _send(fd, msg):
+    data = (MAGIC + json.dumps(msg) + "\n").encode("utf-8", "surrogatepass")
+    with _write_lock:
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
+
+
+def send(msg):
+    _send(1, msg)
+
+
+class _StreamWriter:
+    """sys.stdout / sys.stderr replacement that streams protocol messages."""
+
+    def __init__(self, kind):
+        self._kind = kind
+        self.encoding = "utf-8"
+        self.errors = "replace"
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError("write() argument must be str, not %s" % type(text).__name__)
+        for i in range(0, len(text), CHUNK):
+            send({"type": self._kind, "text": text[i:i + CHUNK]})
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return 1 if self._kind == "stdout" else 2
+
+
+_MIME_METHODS = [
+    ("text/html", "_repr_html_"),
+    ("text/markdown", "_repr_markdown_"),
+    ("image/svg+xml", "_repr_svg_"),
+    ("image/png", "_repr_png_"),
+    ("image/jpeg", "_repr_jpeg_"),
+    ("application/pdf", "_repr_pdf_"),
+    ("text/latex", "_repr_latex_"),
+    ("application/json", "_repr_json_"),
+    ("application/javascript", "_repr_javascript_"),
+]
+
+
+def _encode(mime, value):
+    if isinstance(value, tuple) and len(value) == 2:
+        value = value[0]  # (data, metadata)
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if mime == "application/json":
+        try:
+            json.dumps(value)
+            return value
+        except (TypeError, ValueError):
+            return None
+    return value if isinstance(value, str) else str(value)
+
+
+def mime_bundle(obj):
+    """The MIME bundle Jupyter would show for obj (text/plain always present)."""
+    bundle = {}
+    method = getattr(obj, "_repr_mimebundle_", None)
+    if callable(method) and not inspect.isclass(obj):
+        try:
+            got = method()
+            if isinstance(got, tuple):
+                got = got[0]
+            if isinstance(got, dict):
+                for mime, value in got.items():
+                    value = _encode(mime, value)
+                    if value is not None:
+                        bundle[mime] = value
+        except Exception:
+            pass
+    for mime, name in _MIME_METHODS:
+        method = getattr(obj, name, None)
+        if mime in bundle or not callable(method) or inspect.isclass(obj):
+            continue
+        try:
+            value = _encode(mime, method())
+        except Exception:
+            value = None
+        if value is not None:
+            bundle[mime] = value
+    if "text/plain" not in bundle:
+        try:
+            bundle["text/plain"] = repr(obj)
+        except Exception as e:
+            bundle["text/plain"] = "<repr failed: %s>" % type(e).__name__
+    return bundle
+
+
+def display(*objs, **_kwargs):
+    """Jupyter's display(): shows each object as a (non-main) result."""
+    for obj in objs:
+        send({"type": "result", "data": mime_bundle(obj), "main": False})
+
+
+def _flush_figures():
+    """Shows open matplotlib figures as PNG displays (the inline backend's job)."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    try:
+        import io
+
+        for num in plt.get_fignums():
+            fig = plt.figure(num)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", bbox_inches="tight")
+            w, h = fig.get_size_inches() * fig.dpi
+            send({
+                "type": "result",
+                "main": False,
+                "data": {
+                    "text/plain": "<Figure size %dx%d with %d Axes>" % (w, h, len(fig.axes)),
+                    "image/png": base64.b64encode(buf.getvalue()).decode("ascii"),
+                },
+            })
+        plt.close("all")
+    except Exception as e:
+        send({"type": "stderr", "text": "could not render figures: %r\n" % (e,)})
+
+
+class Kernel:
+    def __init__(self):
+        self.namespace = {"__name__": "__main__", "__builtins__": builtins}
+        self.loop = asyncio.new_event_loop()
+        self.running_user_code = False
+        self.requests = queue.Queue()
+        self.main_thread = threading.main_thread().ident
+
+    # -- stdin reader (a thread, so interrupts arrive while code runs) --
+    def read_requests(self, stream):
+        for line in stream:
+            try:
+                req = json.loads(line)
+            except ValueError:
+                continue
+            if req.get("op") == "interrupt":
+                if self.running_user_code:
+                    signal.pthread_kill(self.main_thread, signal.SIGINT)
+            else:
+                self.requests.put(req)
+        self.requests.put(None)
+
+    def on_sigint(self, _signum, _frame):
+        # Only user code is interrupted; the driver's own bookkeeping never is.
+        if self.running_user_code:
+            raise KeyboardInterrupt()
+
+    # -- execution --
+    def run_user(self, code_obj):
+        self.running_user_code = True
+        try:
+            value = eval(code_obj, self.namespace)
+            if inspect.iscoroutine(value):
+                value = self.loop.run_until_complete(value)
+            return value
+        finally:
+            self.running_user_code = False
+
+    def execute(self, code, count):
+        filename = "<cell-%d>" % count
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        try:
+            tree = ast.parse(code, filename, "exec")
+        except (SyntaxError, ValueError) as e:
+            self.send_error(e, count)
+            return
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        flags = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+        try:
+            self.run_user(compile(tree, filename, "exec", flags=flags))
+            if last is not None:
+                value = self.run_user(compile(last, filename, "eval", flags=flags))
+                if value is not None:
+                    self.namespace["_"] = value
+                    send({"type": "result", "data": mime_bundle(value), "main": True})
+        except BaseException as e:  # includes KeyboardInterrupt and SystemExit
+            self.send_error(e, count)
+
+    def send_error(self, exc, count):
+        name = type(exc).__name__
+        value = str(exc)
+        try:
+            tb = self.format_traceback(exc, count)
+        except Exception:
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        send({"type": "error", "name": name, "value": value, "traceback": tb})
+
+    def format_traceback(self, exc, count):
+        """An IPython-like traceback without the driver's own frames."""
+        name = type(exc).__name__
+        lines = ["-" * 75, "%-42sTraceback (most recent call last)" % name]
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if f.filename != "<string>" and not f.filename.endswith("asyncio/base_events.py")]
+        for f in frames:
+            if f.filename.startswith("<cell-"):
+                cell = f.filename[len("<cell-"):-1]
+                lines.append("Cell In[%s], line %d" % (cell, f.lineno))
+                src = linecache.getlines(f.filename)
+                lo = max(1, f.lineno - 2)
+                for n in range(lo, min(len(src), f.lineno + 2) + 1):
+                    marker = "---> " if n == f.lineno else "     "
+                    lines.append("%s%d %s" % (marker, n, src[n - 1].rstrip("\n")))
+            else:
+                lines.append("File %s:%d, in %s" % (f.filename, f.lineno, f.name))
+                if f.line:
+                    lines.append("---> %d %s" % (f.lineno, f.line))
+            lines.append("")
+        lines.extend(l.rstrip("\n") for l in traceback.format_exception_only(type(exc), exc))
+        return "\n".join(lines)
+
+    def handle(self, req):
+        env_vars = req.get("env_vars") or {}
+        saved = {k: os.environ.get(k) for k in env_vars}
+        try:
+            for k, v in env_vars.items():
+                os.environ[str(k)] = str(v)
+            self.execute(req.get("code", ""), int(req.get("count", 0)))
+            _flush_figures()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    def serve(self):
+        while True:
+            try:
+                req = self.requests.get()
+            except KeyboardInterrupt:
+                continue
+            if req is None:
+                return
+            try:
+                self.handle(req)
+            except BaseException as e:
+                send({"type": "stderr", "text": "kernel error: %r\n" % (e,)})
+            send({"type": "done"})
+            _send(2, {"type": "mark"})
+
+
+def main():
+    if len(sys.argv) > 1:
+        try:
+            os.chdir(sys.argv[1])
+        except OSError as e:
+            sys.stderr.write("cannot enter %s: %s\n" % (sys.argv[1], e))
+    sys.argv = [""]
+    sys.path.insert(0, "")
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    # Keep the protocol pipe to ourselves: child processes get /dev/null as stdin.
+    requests_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdin = open(os.devnull, "r")
+    sys.stdout = _StreamWriter("stdout")
+    sys.stderr = _StreamWriter("stderr")
+    builtins.display = display
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*non-interactive.*")
+    kernel = Kernel()
+    signal.signal(signal.SIGINT, kernel.on_sigint)
+    threading.Thread(target=kernel.read_requests, args=(requests_in,), daemon=True).start()
+    send({"type": "ready"})
+    kernel.serve()
+
+
+main()
