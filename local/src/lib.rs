@@ -1,1 +1,303 @@
+//! A local E2B-compatible sandbox server.
+//!
+//! One listener on `127.0.0.1` serves both of E2B's planes, so the official
+//! SDKs work unchanged with `E2B_API_URL` and `E2B_SANDBOX_URL` both set to
+//! [`LocalServer::url`] and `E2B_API_KEY` set to [`LocalServer::api_key`]:
+//!
+//! - the control plane (`/v2/sandboxes`, `/sandboxes/{id}/…`), see
+//!   [`control_plane`];
+//! - the sandbox plane, routed like E2B's edge proxy by the
+//!   `E2b-Sandbox-Id` + `E2b-Sandbox-Port` headers (or a `{port}-{id}.…`
+//!   Host): envd on 49983 ([`envd`]) and the code interpreter on 49999
+//!   ([`interpreter`]).
+//!
+//! Commands and code really run, each sandbox in its own root under
+//! bubblewrap ([`isolation`]). Tests can inject faults ([`Faults`]) and read
+//! request counters ([`Stats`]).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), e2b_local::StartError> {
+//! let server = e2b_local::LocalServer::start(e2b_local::Options::default()).await?;
+//! println!("E2B_API_URL={} E2B_API_KEY={}", server.url(), server.api_key());
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
 
+pub mod control_plane;
+mod dispatch;
+pub mod envd;
+pub mod faults;
+mod http_errors;
+pub mod interpreter;
+pub mod isolation;
+pub mod paths;
+mod registry;
+mod sandbox;
+mod stats;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use faults::{Fault, FaultRule, Faults};
+pub use stats::Stats;
+
+use crate::isolation::Launcher;
+use crate::registry::Registry;
+
+/// How processes are isolated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// bubblewrap mount + pid namespaces (the default; required unless opted out).
+    #[default]
+    Bwrap,
+    /// No isolation at all: commands run directly on the host. Explicit opt-out only.
+    None,
+}
+
+/// Server options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// The API key clients must send as `X-API-KEY`.
+    pub api_key: String,
+    /// Most sandboxes alive (running or paused) at once; over it, create answers 429.
+    pub max_sandboxes: usize,
+    /// How processes are isolated.
+    pub isolation: Isolation,
+    /// Where sandbox roots live; `None` = a fresh temporary directory removed on shutdown.
+    pub data_dir: Option<PathBuf>,
+    /// Sandbox TTLs run this many times faster than wall time (a TTL of `T`
+    /// seconds lasts `T / time_scale` real seconds), for tests on a scaled clock.
+    pub time_scale: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            port: 0,
+            api_key: generate_api_key(),
+            max_sandboxes: 100,
+            isolation: Isolation::Bwrap,
+            data_dir: None,
+            time_scale: 1.0,
+        }
+    }
+}
+
+/// A fresh key of the form the JS SDK accepts: `e2b_<32 hex>`.
+pub fn generate_api_key() -> String {
+    format!("e2b_{}", random_hex(32))
+}
+
+fn random_hex(len: usize) -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..len)
+        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
+        .collect()
+}
+
+/// Why the server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Isolation is required but cannot be set up.
+    #[error("{0}")]
+    Isolation(String),
+    /// The port could not be bound.
+    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
+    Bind {
+        /// The port asked for.
+        port: u16,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The data directory could not be created.
+    #[error("cannot create the data directory {path}: {source}")]
+    DataDir {
+        /// The directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Invalid options.
+    #[error("invalid options: {0}")]
+    Options(String),
+}
+
+/// A running server. Dropping it stops it best-effort; prefer [`LocalServer::shutdown`].
+pub struct LocalServer {
+    addr: SocketAddr,
+    api_key: String,
+    registry: Arc<Registry>,
+    faults: Faults,
+    shutdown_tx: Option<tokio::sync::oneshot::Sender<()>>,
+    serve_task: Option<tokio::task::JoinHandle<()>>,
+    _temp_dir: Option<tempfile::TempDir>,
+}
+
+impl LocalServer {
+    /// Binds `127.0.0.1:<port>`, checks isolation and starts serving.
+    pub async fn start(opts: Options) -> Result<LocalServer, StartError> {
+        if !(opts.time_scale.is_finite() && opts.time_scale > 0.0) {
+            return Err(StartError::Options(format!(
+                "time_scale must be a positive number, got {}",
+                opts.time_scale
+            )));
+        }
+        if opts.api_key.is_empty() {
+            return Err(StartError::Options("api_key must not be empty".into()));
+        }
+        let (temp_dir, data_dir) = match &opts.data_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|source| StartError::DataDir {
+                    path: dir.clone(),
+                    source,
+                })?;
+                (None, dir.clone())
+            }
+            None => {
+                let tmp = tempfile::Builder::new()
+                    .prefix("e2b-local-")
+                    .tempdir()
+                    .map_err(|source| StartError::DataDir {
+                        path: std::env::temp_dir(),
+                        source,
+                    })?;
+                let path = tmp.path().to_path_buf();
+                (Some(tmp), path)
+            }
+        };
+        let data_dir = data_dir
+            .canonicalize()
+            .map_err(|source| StartError::DataDir {
+                path: data_dir.clone(),
+                source,
+            })?;
+        let launcher = Launcher::detect(&opts.isolation, &data_dir)
+            .await
+            .map_err(|e| StartError::Isolation(e.0))?;
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, opts.port))
+            .await
+            .map_err(|source| StartError::Bind {
+                port: opts.port,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Bind {
+            port: opts.port,
+            source,
+        })?;
+        let registry = Registry::new(
+            data_dir,
+            Arc::new(launcher),
+            opts.max_sandboxes,
+            opts.time_scale,
+        );
+        registry.clone().spawn_reaper();
+        let faults = Faults::new(registry.clone());
+        let app = dispatch::app(registry.clone(), faults.clone(), opts.api_key.clone());
+        let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
+        let serve_task = tokio::spawn(async move {
+            let result = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = shutdown_rx.await;
+                })
+                .await;
+            if let Err(e) = result {
+                tracing::error!("local server stopped: {e}");
+            }
+        });
+        Ok(LocalServer {
+            addr,
+            api_key: opts.api_key,
+            registry,
+            faults,
+            shutdown_tx: Some(shutdown_tx),
+            serve_task: Some(serve_task),
+            _temp_dir: temp_dir,
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`: both `E2B_API_URL` and `E2B_SANDBOX_URL`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The API key clients must send.
+    pub fn api_key(&self) -> &str {
+        &self.api_key
+    }
+
+    /// The fault-injection handle.
+    pub fn faults(&self) -> &Faults {
+        &self.faults
+    }
+
+    /// A snapshot of the request and sandbox counters.
+    pub fn stats(&self) -> Stats {
+        self.registry.stats()
+    }
+
+    /// Stops serving, kills every sandbox's processes and removes the roots.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown_tx.take() {
+            let _ = tx.send(());
+        }
+        self.registry.shutdown_all().await;
+        if let Some(task) = self.serve_task.take() {
+            // Streams still open (a background command's) would keep graceful
+            // shutdown waiting; their processes are dead, so stop waiting.
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown_tx.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.serve_task.take() {
+            task.abort();
+        }
+        self.registry.shutdown_all_now();
+    }
+}
+
+/// Runs a server until the process is interrupted (Ctrl-C / SIGTERM), then
+/// shuts it down. Prints nothing; `on_ready` gets the started server first
+/// (to print its URL and key).
+pub async fn serve_forever(
+    opts: Options,
+    on_ready: impl FnOnce(&LocalServer),
+) -> Result<(), StartError> {
+    let server = LocalServer::start(opts).await?;
+    on_ready(&server);
+    wait_for_stop_signal().await;
+    server.shutdown().await;
+    Ok(())
+}
+
+async fn wait_for_stop_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

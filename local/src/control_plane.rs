@@ -1,0 +1,260 @@
+//! The control plane (E2B's REST API): create, connect, set-timeout, get,
+//! list, pause and kill sandboxes. Both endpoint generations are served:
+//! `POST /v2/sandboxes` (SDK ≥ 2.51, default TTL 300 s) and `POST /sandboxes`
+//! (older SDKs, default TTL 15 s).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use e2b_wire::api::{
+    ConnectSandbox, NewSandbox, SetTimeout, DEFAULT_TIMEOUT_V1, DEFAULT_TIMEOUT_V2,
+};
+use http::StatusCode;
+use serde::de::DeserializeOwned;
+
+use crate::http_errors::api_error;
+use crate::registry::{CreateError, Registry};
+use crate::sandbox::State as LifeState;
+
+/// The longest TTL accepted, as on E2B's Pro tier.
+const MAX_TIMEOUT_SECS: i64 = 24 * 3600;
+/// The TTL a connect without one gives.
+const CONNECT_DEFAULT_TIMEOUT: i64 = 300;
+
+#[derive(Clone)]
+struct Api {
+    registry: Arc<Registry>,
+}
+
+/// The control-plane router; every route requires `X-API-KEY: api_key`.
+pub(crate) fn router(registry: Arc<Registry>, api_key: String) -> Router {
+    let api = Api { registry };
+    let key = Arc::new(api_key);
+    Router::new()
+        .route("/v2/sandboxes", post(create_v2).get(list))
+        .route("/sandboxes", post(create_v1).get(list))
+        .route("/sandboxes/{id}", get(detail).delete(kill))
+        .route("/sandboxes/{id}/timeout", post(set_timeout))
+        .route("/sandboxes/{id}/connect", post(connect))
+        .route("/v2/sandboxes/{id}/connect", post(connect))
+        .route("/sandboxes/{id}/resume", post(connect))
+        .route("/sandboxes/{id}/pause", post(pause))
+        .fallback(|| async { api_error(StatusCode::NOT_FOUND, "Not found") })
+        .method_not_allowed_fallback(|| async {
+            api_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed")
+        })
+        .with_state(api)
+        .layer(axum::middleware::from_fn(
+            move |req: Request, next: Next| {
+                let key = Arc::clone(&key);
+                async move {
+                    let ok = req
+                        .headers()
+                        .get(e2b_wire::HEADER_API_KEY)
+                        .is_some_and(|v| v.as_bytes() == key.as_bytes());
+                    if ok {
+                        next.run(req).await
+                    } else {
+                        api_error(StatusCode::UNAUTHORIZED, "Invalid API key")
+                    }
+                }
+            },
+        ))
+}
+
+/// Parses a JSON body into `T`, or the 400 the API gives.
+fn parse<T: DeserializeOwned + Default>(body: &[u8]) -> Result<T, Response> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        api_error(
+            StatusCode::BAD_REQUEST,
+            format!("invalid request body: {e}"),
+        )
+    })
+}
+
+fn not_found(id: &str) -> Response {
+    api_error(StatusCode::NOT_FOUND, format!("Sandbox {id} not found"))
+}
+
+/// Validates a TTL the way the infra server does.
+fn check_timeout(secs: i64) -> Result<u64, Response> {
+    if secs <= 0 {
+        return Err(api_error(
+            StatusCode::BAD_REQUEST,
+            "Timeout must be greater than 0",
+        ));
+    }
+    if secs > MAX_TIMEOUT_SECS {
+        return Err(api_error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "Timeout cannot be greater than {} hours",
+                MAX_TIMEOUT_SECS / 3600
+            ),
+        ));
+    }
+    Ok(secs as u64)
+}
+
+async fn create_v2(State(api): State<Api>, body: Bytes) -> Response {
+    create(api, &body, DEFAULT_TIMEOUT_V2).await
+}
+
+async fn create_v1(State(api): State<Api>, body: Bytes) -> Response {
+    create(api, &body, DEFAULT_TIMEOUT_V1).await
+}
+
+async fn create(api: Api, body: &[u8], default_timeout: u32) -> Response {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return api_error(StatusCode::BAD_REQUEST, "request body is required");
+    }
+    let request: NewSandbox = match parse(body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    if request.template_id.trim().is_empty() {
+        return api_error(StatusCode::BAD_REQUEST, "templateID is required");
+    }
+    let timeout = match check_timeout(request.timeout.unwrap_or(i64::from(default_timeout))) {
+        Ok(t) => t,
+        Err(resp) => return resp,
+    };
+    match api.registry.create(request, timeout) {
+        Ok(sandbox) => (StatusCode::CREATED, Json(sandbox.body())).into_response(),
+        Err(CreateError::TooMany(max)) => api_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("you have reached the maximum number of concurrent sandboxes ({max})"),
+        ),
+        Err(CreateError::Io(e)) => api_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot create the sandbox's filesystem: {e}"),
+        ),
+    }
+}
+
+async fn detail(State(api): State<Api>, Path(id): Path<String>) -> Response {
+    match api.registry.get(&id) {
+        Some(s) => Json(s.detail(true)).into_response(),
+        None => not_found(&id),
+    }
+}
+
+async fn kill(State(api): State<Api>, Path(id): Path<String>) -> Response {
+    if api.registry.kill(&id) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        not_found(&id)
+    }
+}
+
+async fn set_timeout(State(api): State<Api>, Path(id): Path<String>, body: Bytes) -> Response {
+    let Some(sandbox) = api.registry.get(&id) else {
+        return not_found(&id);
+    };
+    let req: SetTimeout = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return api_error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid request body: {e}"),
+            )
+        }
+    };
+    if req.timeout > MAX_TIMEOUT_SECS {
+        return check_timeout(req.timeout)
+            .err()
+            .unwrap_or_else(|| not_found(&id));
+    }
+    // Negative values count as 0: the sandbox expires now.
+    sandbox.set_timeout(req.timeout.max(0) as u64);
+    if req.timeout <= 0 {
+        api.registry.expire(&id);
+    }
+    StatusCode::NO_CONTENT.into_response()
+}
+
+async fn connect(State(api): State<Api>, Path(id): Path<String>, body: Bytes) -> Response {
+    let Some(sandbox) = api.registry.get(&id) else {
+        return not_found(&id);
+    };
+    let req: ConnectSandbox = match parse(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let timeout = match check_timeout(req.timeout.unwrap_or(CONNECT_DEFAULT_TIMEOUT)) {
+        Ok(t) => t,
+        Err(resp) => return resp,
+    };
+    if sandbox.resume(timeout) {
+        (StatusCode::CREATED, Json(sandbox.body())).into_response()
+    } else {
+        sandbox.extend_timeout(timeout);
+        (StatusCode::OK, Json(sandbox.body())).into_response()
+    }
+}
+
+async fn pause(State(api): State<Api>, Path(id): Path<String>) -> Response {
+    let Some(sandbox) = api.registry.get(&id) else {
+        return not_found(&id);
+    };
+    if api.registry.pause(&sandbox) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        api_error(
+            StatusCode::CONFLICT,
+            format!("Sandbox {id} is already paused"),
+        )
+    }
+}
+
+async fn list(State(api): State<Api>, RawQuery(query): RawQuery) -> Response {
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(query.as_deref().unwrap_or("")).unwrap_or_default();
+    let mut metadata: BTreeMap<String, String> = BTreeMap::new();
+    let mut states: Vec<String> = Vec::new();
+    for (key, value) in &pairs {
+        match key.as_str() {
+            "metadata" => {
+                // `k=v&k2=v2`, each part percent-encoded once more.
+                let inner: Vec<(String, String)> =
+                    serde_urlencoded::from_str(value).unwrap_or_default();
+                metadata.extend(inner);
+            }
+            "state" => states.extend(
+                value
+                    .split(',')
+                    .map(|s| s.trim().to_ascii_lowercase())
+                    .filter(|s| !s.is_empty()),
+            ),
+            _ => {}
+        }
+    }
+    let mut sandboxes = api.registry.all();
+    sandboxes.sort_by_key(|s| s.started_at);
+    let listed: Vec<_> = sandboxes
+        .iter()
+        .filter(|s| {
+            metadata
+                .iter()
+                .all(|(k, v)| s.request.metadata.get(k) == Some(v))
+        })
+        .filter(|s| {
+            let state = match s.state() {
+                LifeState::Running => "running",
+                LifeState::Paused => "paused",
+            };
+            states.is_empty() || states.iter().any(|x| x == state)
+        })
+        .map(|s| s.detail(false))
+        .collect();
+    Json(listed).into_response()
+}

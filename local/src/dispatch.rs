@@ -1,0 +1,196 @@
+//! The one listener's front door, playing E2B's edge proxy: a request with
+//! `E2b-Sandbox-Id` + `E2b-Sandbox-Port` headers (or a `{port}-{id}.…`
+//! Host) goes to that sandbox's envd or code interpreter, anything else to
+//! the control plane. Request counting and fault injection wrap both.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use e2b_wire::{
+    ENVD_PORT, HEADER_ACCESS_TOKEN, HEADER_SANDBOX_ID, HEADER_SANDBOX_PORT, INTERPRETER_PORT,
+};
+use http::{Method, StatusCode};
+use tower::ServiceExt;
+
+use crate::faults::{self, Faults};
+use crate::http_errors::{api_error, proxy_error, sandbox_not_found};
+use crate::registry::Registry;
+use crate::sandbox::{Sandbox, State as LifeState};
+use crate::{control_plane, envd, interpreter};
+
+#[derive(Clone)]
+struct Front {
+    registry: Arc<Registry>,
+    control: Router,
+}
+
+/// The whole server as one router.
+pub(crate) fn app(registry: Arc<Registry>, faults: Faults, api_key: String) -> Router {
+    let front = Front {
+        control: control_plane::router(Arc::clone(&registry), api_key),
+        registry: Arc::clone(&registry),
+    };
+    Router::new()
+        .fallback(route)
+        .with_state(front)
+        .layer(axum::middleware::from_fn_with_state(faults, faults::apply))
+        .layer(axum::middleware::from_fn_with_state(registry, count))
+}
+
+async fn count(State(registry): State<Arc<Registry>>, req: Request, next: Next) -> Response {
+    registry
+        .counters
+        .request(req.method().as_str(), req.uri().path());
+    next.run(req).await
+}
+
+/// Where a sandbox-plane request goes.
+#[derive(Debug, PartialEq, Eq)]
+struct Target {
+    sandbox_id: String,
+    port: u16,
+}
+
+/// The routing headers (both present), else a `{port}-{id}.…` Host.
+fn target(req: &Request) -> Result<Option<Target>, String> {
+    let h = req.headers();
+    let id = h.get(HEADER_SANDBOX_ID).and_then(|v| v.to_str().ok());
+    let port = h.get(HEADER_SANDBOX_PORT).and_then(|v| v.to_str().ok());
+    match (id, port) {
+        (Some(id), Some(port)) => {
+            let port = port
+                .trim()
+                .parse()
+                .map_err(|_| format!("Invalid header: E2b-Sandbox-Port '{port}'"))?;
+            return Ok(Some(Target {
+                sandbox_id: id.trim().to_string(),
+                port,
+            }));
+        }
+        (Some(_), None) => return Err("Missing header: E2b-Sandbox-Port".into()),
+        (None, Some(_)) => return Err("Missing header: E2b-Sandbox-Id".into()),
+        (None, None) => {}
+    }
+    let host = h
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| req.uri().host())
+        .unwrap_or("");
+    Ok(host_target(host))
+}
+
+/// Parses `{port}-{id}.{domain}`.
+fn host_target(host: &str) -> Option<Target> {
+    let label = host.split('.').next()?;
+    if label.len() == host.len() {
+        return None;
+    }
+    let (port, id) = label.split_once('-')?;
+    let port: u16 = port.parse().ok()?;
+    if id.is_empty()
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
+        return None;
+    }
+    Some(Target {
+        sandbox_id: id.to_string(),
+        port,
+    })
+}
+
+async fn route(State(front): State<Front>, req: Request) -> Response {
+    match target(&req) {
+        Ok(Some(t)) => sandbox_plane(&front.registry, t, req).await,
+        Ok(None) => match front.control.oneshot(req).await {
+            Ok(resp) => resp,
+            Err(never) => match never {},
+        },
+        Err(msg) => api_error(StatusCode::BAD_REQUEST, msg),
+    }
+}
+
+async fn sandbox_plane(registry: &Arc<Registry>, t: Target, req: Request) -> Response {
+    let Some(sandbox) = registry.get(&t.sandbox_id) else {
+        return sandbox_not_found(&t.sandbox_id);
+    };
+    if sandbox.state() == LifeState::Paused {
+        // A paused sandbox is unreachable unless it resumes on traffic.
+        if !sandbox.auto_resume() {
+            return sandbox_not_found(&t.sandbox_id);
+        }
+        sandbox.resume(resume_timeout(&sandbox));
+    }
+    match t.port {
+        ENVD_PORT => {
+            let public = req.method() == Method::GET && req.uri().path() == "/health";
+            if !public && !token_ok(&sandbox, &req, true) {
+                return envd_unauthorized();
+            }
+            oneshot(envd::router(Arc::clone(&sandbox)), req).await
+        }
+        INTERPRETER_PORT => {
+            // The SDK sends the token only on /execute; check it where given.
+            let required = req.uri().path() == e2b_wire::interpreter::EXECUTE_PATH;
+            if !token_ok(&sandbox, &req, required) {
+                return envd_unauthorized();
+            }
+            oneshot(interpreter::router(sandbox.interpreter()), req).await
+        }
+        _ => proxy_error(&t.sandbox_id, "The sandbox is running but port is not open"),
+    }
+}
+
+fn resume_timeout(sandbox: &Sandbox) -> u64 {
+    sandbox
+        .request
+        .timeout
+        .filter(|t| *t > 0)
+        .map(|t| t as u64)
+        .unwrap_or(u64::from(e2b_wire::api::DEFAULT_TIMEOUT_V2))
+}
+
+/// The token matches; an absent token passes only when not `required`.
+fn token_ok(sandbox: &Sandbox, req: &Request, required: bool) -> bool {
+    match req.headers().get(HEADER_ACCESS_TOKEN) {
+        Some(v) => v.as_bytes() == sandbox.access_token.as_bytes(),
+        None => !required,
+    }
+}
+
+fn envd_unauthorized() -> Response {
+    api_error(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized access, please provide a valid access token or method signing if supported",
+    )
+}
+
+async fn oneshot(router: Router, req: Request) -> Response {
+    match router.oneshot(req).await {
+        Ok(resp) => resp.into_response(),
+        Err(never) => match never {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_routing() {
+        assert_eq!(
+            host_target("49983-abc123.localhost:8080"),
+            Some(Target {
+                sandbox_id: "abc123".into(),
+                port: 49983
+            })
+        );
+        assert_eq!(host_target("127.0.0.1:8080"), None);
+        assert_eq!(host_target("localhost"), None);
+        assert_eq!(host_target("api.e2b.app"), None);
+    }
+}

@@ -1,0 +1,247 @@
+//! envd's `/files` REST route: raw downloads and uploads (multipart or
+//! octet-stream), on the sandbox's view of the filesystem. Never gzipped.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use e2b_wire::filesystem::WriteInfo;
+use http::{header, HeaderMap, HeaderValue, StatusCode};
+use serde::Deserialize;
+
+use crate::http_errors::api_error;
+use crate::paths;
+use crate::sandbox::Sandbox;
+
+/// Largest upload accepted.
+pub const FILES_BODY_LIMIT: usize = 64 << 20;
+
+/// `?path=…&username=…`.
+#[derive(Debug, Deserialize)]
+pub struct FileQuery {
+    #[serde(default)]
+    path: Option<String>,
+}
+
+/// `GET /files?path=`: the file's bytes.
+pub async fn download(State(sandbox): State<Arc<Sandbox>>, Query(q): Query<FileQuery>) -> Response {
+    let given = q.path.unwrap_or_default();
+    let r = match sandbox.paths.resolve(&given, true) {
+        Ok(r) => r,
+        Err(e) => {
+            return api_error(
+                StatusCode::BAD_REQUEST,
+                format!("invalid path '{given}': {e}"),
+            )
+        }
+    };
+    let shown = if given.is_empty() {
+        r.sandbox.clone()
+    } else {
+        given.clone()
+    };
+    let meta = match tokio::fs::metadata(&r.host).await {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return api_error(
+                StatusCode::NOT_FOUND,
+                format!("path '{shown}' does not exist"),
+            )
+        }
+        Err(e) => {
+            return api_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("error checking path '{shown}': {e}"),
+            )
+        }
+    };
+    if meta.is_dir() {
+        return api_error(
+            StatusCode::BAD_REQUEST,
+            format!("path '{shown}' is a directory"),
+        );
+    }
+    match tokio::fs::read(&r.host).await {
+        Ok(bytes) => {
+            let name = r
+                .sandbox
+                .rsplit('/')
+                .next()
+                .unwrap_or("file")
+                .replace('"', "");
+            let mut resp = (StatusCode::OK, bytes).into_response();
+            let h = resp.headers_mut();
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            );
+            if let Ok(v) = HeaderValue::from_str(&format!("inline; filename=\"{name}\"")) {
+                h.insert(header::CONTENT_DISPOSITION, v);
+            }
+            resp
+        }
+        Err(e) => api_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("error reading file '{shown}': {e}"),
+        ),
+    }
+}
+
+/// `POST /files?path=`: writes one file (octet-stream) or every `file`
+/// part (multipart), creating parent directories.
+pub async fn upload(
+    State(sandbox): State<Arc<Sandbox>>,
+    Query(q): Query<FileQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    if headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|e| !e.eq_ignore_ascii_case("identity"))
+    {
+        return api_error(
+            StatusCode::BAD_REQUEST,
+            "unsupported Content-Encoding: send the file uncompressed",
+        );
+    }
+    let bytes =
+        match axum::body::to_bytes(body, FILES_BODY_LIMIT).await {
+            Ok(b) => b,
+            Err(e) => return api_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "request body too large or unreadable (limit {FILES_BODY_LIMIT} bytes): {e}"
+                ),
+            ),
+        };
+    let path = q.path.filter(|p| !p.is_empty());
+    let mime = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let files: Vec<(String, Bytes)> = match mime.as_str() {
+        "multipart/form-data" => match parse_multipart(&ct, bytes, path.as_deref()).await {
+            Ok(f) => f,
+            Err(resp) => return resp,
+        },
+        "application/octet-stream" => match path {
+            Some(p) => vec![(p, bytes)],
+            None => {
+                return api_error(
+                    StatusCode::BAD_REQUEST,
+                    "the path query parameter is required for application/octet-stream uploads",
+                )
+            }
+        },
+        _ => {
+            return api_error(
+                StatusCode::BAD_REQUEST,
+                format!("unsupported content type '{ct}': use multipart/form-data or application/octet-stream"),
+            )
+        }
+    };
+    if files.is_empty() {
+        return api_error(
+            StatusCode::BAD_REQUEST,
+            "no file part named 'file' in the upload",
+        );
+    }
+    let mut written = Vec::new();
+    for (path, data) in files {
+        match write_file(&sandbox, &path, &data).await {
+            Ok(info) => written.push(info),
+            Err(resp) => return resp,
+        }
+    }
+    Json(written).into_response()
+}
+
+async fn parse_multipart(
+    content_type: &str,
+    bytes: Bytes,
+    path: Option<&str>,
+) -> Result<Vec<(String, Bytes)>, Response> {
+    let bad = |msg: String| api_error(StatusCode::BAD_REQUEST, msg);
+    let boundary = multer::parse_boundary(content_type)
+        .map_err(|e| bad(format!("invalid multipart content type: {e}")))?;
+    let stream = futures_util::stream::once(async move { Ok::<_, std::io::Error>(bytes) });
+    let mut mp = multer::Multipart::new(stream, boundary);
+    let mut files = Vec::new();
+    while let Some(field) = mp
+        .next_field()
+        .await
+        .map_err(|e| bad(format!("invalid multipart body: {e}")))?
+    {
+        if field.name() != Some("file") {
+            continue;
+        }
+        let dest = match (path, field.file_name()) {
+            (Some(p), _) => p.to_string(),
+            (None, Some(f)) if !f.is_empty() => f.to_string(),
+            _ => {
+                return Err(bad(
+                    "a file part needs a filename when no path query parameter is given".into(),
+                ))
+            }
+        };
+        let data = field
+            .bytes()
+            .await
+            .map_err(|e| bad(format!("invalid multipart body: {e}")))?;
+        files.push((dest, data));
+    }
+    Ok(files)
+}
+
+async fn write_file(sandbox: &Sandbox, given: &str, data: &[u8]) -> Result<WriteInfo, Response> {
+    let r = sandbox.paths.resolve(given, true).map_err(|e| {
+        api_error(
+            StatusCode::BAD_REQUEST,
+            format!("invalid path '{given}': {e}"),
+        )
+    })?;
+    let shown = paths::clean(&paths::absolutize(given));
+    if r.host.is_dir() {
+        return Err(api_error(
+            StatusCode::BAD_REQUEST,
+            format!("path '{shown}' is a directory"),
+        ));
+    }
+    if !r.writable {
+        return Err(api_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("error opening file: open {shown}: read-only file system"),
+        ));
+    }
+    if let Some(parent) = r.host.parent() {
+        tokio::fs::create_dir_all(parent).await.map_err(|e| {
+            api_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("error creating parent directories of '{shown}': {e}"),
+            )
+        })?;
+    }
+    tokio::fs::write(&r.host, data).await.map_err(|e| {
+        let status = if e.raw_os_error() == Some(libc::ENOSPC) {
+            StatusCode::INSUFFICIENT_STORAGE
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        api_error(status, format!("error writing file: open {shown}: {e}"))
+    })?;
+    Ok(WriteInfo {
+        name: r.sandbox.rsplit('/').next().unwrap_or("").to_string(),
+        path: r.sandbox,
+        file_type: Some("file".into()),
+    })
+}

@@ -1,0 +1,233 @@
+//! The Connect protocol with the JSON codec, server side: reading unary and
+//! streaming requests (chunked bodies too, with a size cap), answering unary
+//! calls and writing envelope streams that always end with one end-stream
+//! envelope.
+
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::response::{IntoResponse, Response};
+use e2b_wire::connect::{
+    encode_envelope, Code, ConnectError, EndStream, EnvelopeDecoder, CONTENT_TYPE_STREAM,
+    CONTENT_TYPE_UNARY, FLAG_COMPRESSED, FLAG_END_STREAM,
+};
+use http::{header, HeaderMap, HeaderValue, StatusCode};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+/// Largest RPC request body accepted.
+pub const RPC_BODY_LIMIT: usize = 1 << 20;
+/// envd's keepalive interval when the client sends none.
+const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(90);
+
+/// A unary error answer.
+pub fn unary_error(err: ConnectError) -> Response {
+    let status =
+        StatusCode::from_u16(err.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = serde_json::to_vec(&err).unwrap_or_default();
+    let mut resp = (status, body).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(CONTENT_TYPE_UNARY),
+    );
+    resp
+}
+
+/// A unary success answer.
+pub fn unary_ok<T: Serialize>(msg: &T) -> Response {
+    match serde_json::to_vec(msg) {
+        Ok(body) => {
+            let mut resp = (StatusCode::OK, body).into_response();
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(CONTENT_TYPE_UNARY),
+            );
+            resp
+        }
+        Err(e) => unary_error(ConnectError::new(Code::Internal, e.to_string())),
+    }
+}
+
+/// The result of a unary handler.
+pub fn unary<T: Serialize>(result: Result<T, ConnectError>) -> Response {
+    match result {
+        Ok(msg) => unary_ok(&msg),
+        Err(e) => unary_error(e),
+    }
+}
+
+fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default()
+}
+
+async fn read_body(body: Body) -> Result<Bytes, ConnectError> {
+    axum::body::to_bytes(body, RPC_BODY_LIMIT)
+        .await
+        .map_err(|e| {
+            let too_large = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if too_large {
+                ConnectError::new(
+                    Code::ResourceExhausted,
+                    format!("request body larger than {RPC_BODY_LIMIT} bytes"),
+                )
+            } else {
+                ConnectError::new(Code::Canceled, format!("reading the request body: {e}"))
+            }
+        })
+}
+
+fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, ConnectError> {
+    serde_json::from_slice(payload)
+        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("unmarshal message: {e}")))
+}
+
+/// Reads a unary request (`application/json`, bare JSON body).
+pub async fn read_unary<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<T, ConnectError> {
+    let ct = content_type(headers);
+    if ct != CONTENT_TYPE_UNARY {
+        return Err(ConnectError::new(
+            Code::InvalidArgument,
+            format!("unsupported content type '{ct}': this server speaks Connect with {CONTENT_TYPE_UNARY}"),
+        ));
+    }
+    let bytes = read_body(body).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return decode(b"{}");
+    }
+    decode(&bytes)
+}
+
+/// Reads a server-streaming request: exactly one envelope.
+pub async fn read_stream_request<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<T, ConnectError> {
+    let ct = content_type(headers);
+    if ct != CONTENT_TYPE_STREAM {
+        return Err(ConnectError::new(
+            Code::InvalidArgument,
+            format!("unsupported content type '{ct}': streaming calls need {CONTENT_TYPE_STREAM}"),
+        ));
+    }
+    let bytes = read_body(body).await?;
+    let mut decoder = EnvelopeDecoder::new(RPC_BODY_LIMIT);
+    decoder.push(&bytes);
+    let env = decoder
+        .next_envelope()
+        .map_err(|e| ConnectError::new(Code::InvalidArgument, e.to_string()))?
+        .ok_or_else(|| {
+            ConnectError::new(
+                Code::InvalidArgument,
+                if bytes.is_empty() {
+                    "missing request message".to_string()
+                } else {
+                    format!("stream ended inside an envelope ({} bytes)", bytes.len())
+                },
+            )
+        })?;
+    if env.flags & FLAG_COMPRESSED != 0 {
+        return Err(ConnectError::new(
+            Code::Unimplemented,
+            "compressed messages are not supported",
+        ));
+    }
+    if env.flags & FLAG_END_STREAM != 0 {
+        return Err(ConnectError::new(
+            Code::InvalidArgument,
+            "unexpected end-stream envelope in the request",
+        ));
+    }
+    decode(&env.payload)
+}
+
+/// `Connect-Timeout-Ms` as a duration (absent or invalid: none).
+pub fn timeout_header(headers: &HeaderMap) -> Option<Duration> {
+    let ms: u64 = headers
+        .get(e2b_wire::HEADER_CONNECT_TIMEOUT)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    (ms > 0).then(|| Duration::from_millis(ms))
+}
+
+/// `Keepalive-Ping-Interval` seconds (envd's 90 s default when absent/invalid).
+pub fn keepalive_header(headers: &HeaderMap) -> Duration {
+    headers
+        .get(e2b_wire::HEADER_KEEPALIVE_INTERVAL)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_KEEPALIVE)
+}
+
+/// The writing end of a streaming answer.
+pub struct StreamWriter {
+    tx: mpsc::Sender<Bytes>,
+}
+
+impl StreamWriter {
+    /// Sends one message; false once the client is gone.
+    pub async fn send<T: Serialize>(&self, msg: &T) -> bool {
+        let Ok(payload) = serde_json::to_vec(msg) else {
+            return false;
+        };
+        self.tx
+            .send(Bytes::from(encode_envelope(0, &payload)))
+            .await
+            .is_ok()
+    }
+
+    /// Ends the stream with `{}` or `{"error": …}`.
+    pub async fn end(self, error: Option<ConnectError>) {
+        let end = EndStream {
+            error,
+            metadata: None,
+        };
+        let payload = serde_json::to_vec(&end).unwrap_or_else(|_| b"{}".to_vec());
+        let _ = self
+            .tx
+            .send(Bytes::from(encode_envelope(FLAG_END_STREAM, &payload)))
+            .await;
+    }
+}
+
+/// A `200 application/connect+json` answer and the writer feeding it.
+pub fn stream_response() -> (StreamWriter, Response) {
+    let (tx, rx) = mpsc::channel::<Bytes>(16);
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+    });
+    let mut resp = Response::new(Body::from_stream(stream));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(CONTENT_TYPE_STREAM),
+    );
+    (StreamWriter { tx }, resp)
+}
+
+/// A stream that fails at once: connect-go answers 200 + end-stream error.
+pub fn stream_error(err: ConnectError) -> Response {
+    let (writer, resp) = stream_response();
+    tokio::spawn(writer.end(Some(err)));
+    resp
+}

@@ -1,0 +1,224 @@
+//! The live sandboxes: creation under a cap, lookup, kill, pause/resume and
+//! the reaper that enforces TTLs.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use e2b_wire::api::NewSandbox;
+
+use crate::isolation::Launcher;
+use crate::paths::SandboxPaths;
+use crate::sandbox::Sandbox;
+use crate::stats::{Counters, Stats};
+
+/// How often the reaper looks for expired sandboxes.
+const REAP_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Why a sandbox could not be created.
+#[derive(Debug)]
+pub(crate) enum CreateError {
+    /// The cap on live sandboxes is reached.
+    TooMany(usize),
+    /// Its root could not be made.
+    Io(std::io::Error),
+}
+
+pub(crate) struct Registry {
+    sandboxes: Mutex<HashMap<String, Arc<Sandbox>>>,
+    data_dir: PathBuf,
+    launcher: Arc<Launcher>,
+    max_sandboxes: usize,
+    time_scale: f64,
+    pub counters: Counters,
+    reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Registry {
+    pub fn new(
+        data_dir: PathBuf,
+        launcher: Arc<Launcher>,
+        max_sandboxes: usize,
+        time_scale: f64,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            sandboxes: Mutex::default(),
+            data_dir,
+            launcher,
+            max_sandboxes,
+            time_scale,
+            counters: Counters::default(),
+            reaper: Mutex::new(None),
+        })
+    }
+
+    pub fn spawn_reaper(self: Arc<Self>) {
+        let weak = Arc::downgrade(&self);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(REAP_INTERVAL).await;
+                let Some(reg) = weak.upgrade() else { return };
+                let now = Instant::now();
+                let expired: Vec<String> = reg
+                    .all()
+                    .into_iter()
+                    .filter(|s| s.expired(now))
+                    .map(|s| s.id.clone())
+                    .collect();
+                for id in expired {
+                    reg.expire(&id);
+                }
+            }
+        });
+        if let Ok(mut r) = self.reaper.lock() {
+            *r = Some(task);
+        }
+    }
+
+    pub fn create(
+        &self,
+        request: NewSandbox,
+        timeout_secs: u64,
+    ) -> Result<Arc<Sandbox>, CreateError> {
+        let mut map = self
+            .sandboxes
+            .lock()
+            .map_err(|_| CreateError::Io(std::io::Error::other("registry poisoned")))?;
+        if map.len() >= self.max_sandboxes {
+            return Err(CreateError::TooMany(self.max_sandboxes));
+        }
+        let id = loop {
+            let id = random_id(20);
+            if !map.contains_key(&id) {
+                break id;
+            }
+        };
+        let paths = SandboxPaths::new(self.data_dir.join(&id), self.data_dir.clone());
+        paths.create().map_err(CreateError::Io)?;
+        let sandbox = Arc::new(Sandbox::new(
+            id.clone(),
+            format!("envd_{}", random_id(32)),
+            request,
+            timeout_secs,
+            paths,
+            Arc::clone(&self.launcher),
+            self.time_scale,
+        ));
+        map.insert(id, Arc::clone(&sandbox));
+        self.counters.created();
+        Ok(sandbox)
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Sandbox>> {
+        self.sandboxes.lock().ok()?.get(id).cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Sandbox>> {
+        self.sandboxes
+            .lock()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Removes a sandbox at once (later requests get 404/502) and tears it
+    /// down in the background. False if unknown.
+    pub fn kill(&self, id: &str) -> bool {
+        let removed = self.sandboxes.lock().ok().and_then(|mut m| m.remove(id));
+        match removed {
+            Some(sandbox) => {
+                self.counters.killed();
+                spawn_or_run_now(sandbox, false);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// What happens at the TTL: pause with autoPause, else kill.
+    pub fn expire(&self, id: &str) {
+        let Some(sandbox) = self.get(id) else { return };
+        if sandbox.auto_pause() {
+            self.pause(&sandbox);
+        } else {
+            self.kill(id);
+        }
+    }
+
+    /// Pauses: processes stop, the filesystem stays. False if already paused.
+    pub fn pause(&self, sandbox: &Arc<Sandbox>) -> bool {
+        if !sandbox.mark_paused() {
+            return false;
+        }
+        spawn_or_run_now(Arc::clone(sandbox), true);
+        true
+    }
+
+    pub fn stats(&self) -> Stats {
+        let live = self.sandboxes.lock().map(|m| m.len()).unwrap_or(0);
+        self.counters.snapshot(live)
+    }
+
+    fn drain(&self) -> Vec<Arc<Sandbox>> {
+        if let Ok(mut r) = self.reaper.lock() {
+            if let Some(t) = r.take() {
+                t.abort();
+            }
+        }
+        self.sandboxes
+            .lock()
+            .map(|mut m| m.drain().map(|(_, s)| s).collect())
+            .unwrap_or_default()
+    }
+
+    pub async fn shutdown_all(&self) {
+        for s in self.drain() {
+            teardown(s).await;
+        }
+    }
+
+    pub fn shutdown_all_now(&self) {
+        for s in self.drain() {
+            s.processes.kill_all_now();
+            let _ = std::fs::remove_dir_all(s.paths.root());
+        }
+    }
+}
+
+/// Stops a sandbox's processes (and removes its root unless `keep_root`) in
+/// the background; outside a runtime, kills right away.
+fn spawn_or_run_now(sandbox: Arc<Sandbox>, keep_root: bool) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn(async move {
+                if keep_root {
+                    sandbox.stop_processes().await;
+                } else {
+                    teardown(sandbox).await;
+                }
+            });
+        }
+        Err(_) => {
+            sandbox.processes.kill_all_now();
+            if !keep_root {
+                let _ = std::fs::remove_dir_all(sandbox.paths.root());
+            }
+        }
+    }
+}
+
+async fn teardown(sandbox: Arc<Sandbox>) {
+    sandbox.stop_processes().await;
+    let root = sandbox.paths.root().to_path_buf();
+    let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(root)).await;
+}
+
+/// Lowercase alphanumeric, like E2B's ids (no `-`: hosts are `{port}-{id}`).
+pub(crate) fn random_id(len: usize) -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..len)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}

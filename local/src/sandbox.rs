@@ -1,0 +1,243 @@
+//! One sandbox: its settings, its root, its processes, its interpreter and
+//! its lifetime (running until a deadline, or paused).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use e2b_wire::api::{NewSandbox, Sandbox as SandboxBody, SandboxDetail};
+use e2b_wire::{ENVD_VERSION, HOME_DIR};
+
+use crate::envd::processes::ProcessTable;
+use crate::interpreter::{Interpreter, KernelSpawner};
+use crate::isolation::Launcher;
+use crate::paths::SandboxPaths;
+
+/// Running or paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Running,
+    Paused,
+}
+
+struct Life {
+    state: State,
+    /// When it expires (wall clock, scaled by the server's time scale).
+    deadline: Instant,
+    /// The nominal expiry shown to clients.
+    end_at: SystemTime,
+}
+
+/// A live sandbox.
+pub(crate) struct Sandbox {
+    pub id: String,
+    pub access_token: String,
+    pub request: NewSandbox,
+    pub started_at: SystemTime,
+    pub paths: SandboxPaths,
+    pub launcher: Arc<Launcher>,
+    pub processes: Arc<ProcessTable>,
+    time_scale: f64,
+    life: Mutex<Life>,
+    interpreter: Mutex<Option<Arc<Interpreter>>>,
+}
+
+impl Sandbox {
+    pub fn new(
+        id: String,
+        access_token: String,
+        request: NewSandbox,
+        timeout_secs: u64,
+        paths: SandboxPaths,
+        launcher: Arc<Launcher>,
+        time_scale: f64,
+    ) -> Self {
+        let now = SystemTime::now();
+        Self {
+            id,
+            access_token,
+            request,
+            started_at: now,
+            paths,
+            launcher,
+            processes: Arc::default(),
+            time_scale,
+            life: Mutex::new(Life {
+                state: State::Running,
+                deadline: Instant::now() + scaled(timeout_secs, time_scale),
+                end_at: now + Duration::from_secs(timeout_secs),
+            }),
+            interpreter: Mutex::new(None),
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.life.lock().map(|l| l.state).unwrap_or(State::Paused)
+    }
+
+    /// Whether it is running and past its deadline.
+    pub fn expired(&self, now: Instant) -> bool {
+        self.life
+            .lock()
+            .map(|l| l.state == State::Running && l.deadline <= now)
+            .unwrap_or(false)
+    }
+
+    /// The sandbox expires `secs` from now (shortening or extending).
+    pub fn set_timeout(&self, secs: u64) {
+        if let Ok(mut l) = self.life.lock() {
+            l.deadline = Instant::now() + scaled(secs, self.time_scale);
+            l.end_at = SystemTime::now() + Duration::from_secs(secs);
+        }
+    }
+
+    /// Extends the TTL to `secs` from now unless it already lasts longer.
+    pub fn extend_timeout(&self, secs: u64) {
+        if let Ok(mut l) = self.life.lock() {
+            let deadline = Instant::now() + scaled(secs, self.time_scale);
+            if deadline > l.deadline {
+                l.deadline = deadline;
+                l.end_at = SystemTime::now() + Duration::from_secs(secs);
+            }
+        }
+    }
+
+    /// Marks it paused; returns false if it already was.
+    pub fn mark_paused(&self) -> bool {
+        match self.life.lock() {
+            Ok(mut l) if l.state == State::Running => {
+                l.state = State::Paused;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Resumes a paused sandbox with a fresh TTL; false if it was running.
+    pub fn resume(&self, secs: u64) -> bool {
+        match self.life.lock() {
+            Ok(mut l) if l.state == State::Paused => {
+                l.state = State::Running;
+                l.deadline = Instant::now() + scaled(secs, self.time_scale);
+                l.end_at = SystemTime::now() + Duration::from_secs(secs);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn auto_pause(&self) -> bool {
+        self.request.auto_pause.unwrap_or(false)
+    }
+
+    pub fn auto_resume(&self) -> bool {
+        self.auto_pause() && self.request.auto_resume.is_some_and(|a| a.enabled)
+    }
+
+    /// The sandbox-global environment variables.
+    pub fn env_vars(&self) -> &BTreeMap<String, String> {
+        &self.request.env_vars
+    }
+
+    /// The interpreter of this sandbox, created on first use.
+    pub fn interpreter(self: &Arc<Self>) -> Arc<Interpreter> {
+        let mut slot = match self.interpreter.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        slot.get_or_insert_with(|| {
+            Interpreter::new(Arc::new(SandboxSpawner {
+                paths: self.paths.clone(),
+                launcher: Arc::clone(&self.launcher),
+                envs: self.request.env_vars.clone(),
+            }))
+        })
+        .clone()
+    }
+
+    /// Stops every process and kernel (kill and pause).
+    pub async fn stop_processes(&self) {
+        let interp = self.interpreter.lock().ok().and_then(|mut s| s.take());
+        if let Some(interp) = interp {
+            interp.shutdown().await;
+        }
+        self.processes.kill_all().await;
+    }
+
+    /// The create/connect answer.
+    pub fn body(&self) -> SandboxBody {
+        SandboxBody {
+            template_id: self.request.template_id.clone(),
+            sandbox_id: self.id.clone(),
+            client_id: "local".into(),
+            envd_version: ENVD_VERSION.into(),
+            alias: Some(self.request.template_id.clone()),
+            envd_access_token: Some(self.access_token.clone()),
+            traffic_access_token: None,
+            domain: None,
+        }
+    }
+
+    /// The `GET /sandboxes/{id}` answer (without the token: a list entry).
+    pub fn detail(&self, with_token: bool) -> SandboxDetail {
+        let (state, end_at) = self
+            .life
+            .lock()
+            .map(|l| (l.state, l.end_at))
+            .unwrap_or((State::Paused, SystemTime::now()));
+        let auto_pause = self.auto_pause();
+        SandboxDetail {
+            template_id: self.request.template_id.clone(),
+            sandbox_id: self.id.clone(),
+            client_id: "local".into(),
+            started_at: rfc3339(self.started_at),
+            end_at: rfc3339(end_at),
+            envd_version: ENVD_VERSION.into(),
+            cpu_count: 2,
+            memory_mb: 512,
+            disk_size_mb: 1024,
+            state: match state {
+                State::Running => "running".into(),
+                State::Paused => "paused".into(),
+            },
+            alias: Some(self.request.template_id.clone()),
+            envd_access_token: with_token.then(|| self.access_token.clone()),
+            allow_internet_access: self.request.allow_internet_access,
+            domain: None,
+            metadata: Some(self.request.metadata.clone()),
+            network: self.request.network.clone(),
+            lifecycle: Some(serde_json::json!({
+                "autoResume": self.auto_resume(),
+                "onTimeout": if auto_pause { "pause" } else { "kill" },
+            })),
+            volume_mounts: self.request.volume_mounts.clone(),
+        }
+    }
+}
+
+/// RFC 3339 with second precision, UTC.
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+fn scaled(secs: u64, time_scale: f64) -> Duration {
+    Duration::from_secs_f64(secs as f64 / time_scale)
+}
+
+/// Starts kernels inside a sandbox for its interpreter.
+struct SandboxSpawner {
+    paths: SandboxPaths,
+    launcher: Arc<Launcher>,
+    envs: BTreeMap<String, String>,
+}
+
+impl KernelSpawner for SandboxSpawner {
+    fn command(&self, program: &str, args: &[String]) -> tokio::process::Command {
+        self.launcher
+            .command(&self.paths, program, args, HOME_DIR, &self.envs)
+    }
+
+    fn global_envs(&self) -> BTreeMap<String, String> {
+        self.envs.clone()
+    }
+}
