@@ -39,19 +39,43 @@ def send(msg):
     _send(1, msg)
 
 
+def send_message(msg):
+    """A non-output message: pending output goes first."""
+    flush_output()
+    send(msg)
+
+
+FLUSH_INTERVAL = 0.2
+_buffer_lock = threading.RLock()
+
+
 class _StreamWriter:
-    """sys.stdout / sys.stderr replacement that streams protocol messages."""
+    """sys.stdout / sys.stderr replacement that streams protocol messages.
+
+    Like ipykernel's OutStream, text is buffered and sent on flush(), every
+    FLUSH_INTERVAL seconds, when it grows large, and before any other
+    message, so chunks look like the real server's (print's text and its
+    newline arrive together).
+    """
 
     def __init__(self, kind):
         self._kind = kind
+        self._parts = []
+        self._size = 0
+        self.other = None
         self.encoding = "utf-8"
         self.errors = "replace"
 
     def write(self, text):
         if not isinstance(text, str):
             raise TypeError("write() argument must be str, not %s" % type(text).__name__)
-        for i in range(0, len(text), CHUNK):
-            send({"type": self._kind, "text": text[i:i + CHUNK]})
+        with _buffer_lock:
+            if self.other is not None:
+                self.other.flush()
+            self._parts.append(text)
+            self._size += len(text)
+            if self._size >= CHUNK:
+                self.flush()
         return len(text)
 
     def writelines(self, lines):
@@ -59,7 +83,14 @@ class _StreamWriter:
             self.write(line)
 
     def flush(self):
-        pass
+        with _buffer_lock:
+            if not self._parts:
+                return
+            text = "".join(self._parts)
+            self._parts = []
+            self._size = 0
+            for i in range(0, len(text), CHUNK):
+                send({"type": self._kind, "text": text[i:i + CHUNK]})
 
     def isatty(self):
         return False
@@ -69,6 +100,23 @@ class _StreamWriter:
 
     def fileno(self):
         return 1 if self._kind == "stdout" else 2
+
+
+def flush_output():
+    with _buffer_lock:
+        sys.__e2b_stdout__.flush()
+        sys.__e2b_stderr__.flush()
+
+
+def _flush_periodically():
+    import time
+
+    while True:
+        time.sleep(FLUSH_INTERVAL)
+        try:
+            flush_output()
+        except Exception:
+            pass
 
 
 _MIME_METHODS = [
@@ -137,7 +185,7 @@ def mime_bundle(obj):
 def display(*objs, **_kwargs):
     """Jupyter's display(): shows each object as a (non-main) result."""
     for obj in objs:
-        send({"type": "result", "data": mime_bundle(obj), "main": False})
+        send_message({"type": "result", "data": mime_bundle(obj), "main": False})
 
 
 def _flush_figures():
@@ -153,7 +201,7 @@ def _flush_figures():
             buf = io.BytesIO()
             fig.savefig(buf, format="png", bbox_inches="tight")
             w, h = fig.get_size_inches() * fig.dpi
-            send({
+            send_message({
                 "type": "result",
                 "main": False,
                 "data": {
@@ -222,7 +270,7 @@ class Kernel:
                 value = self.run_user(compile(last, filename, "eval", flags=flags))
                 if value is not None:
                     self.namespace["_"] = value
-                    send({"type": "result", "data": mime_bundle(value), "main": True})
+                    send_message({"type": "result", "data": mime_bundle(value), "main": True})
         except BaseException as e:  # includes KeyboardInterrupt and SystemExit
             self.send_error(e, count)
 
@@ -233,7 +281,7 @@ class Kernel:
             tb = self.format_traceback(exc, count)
         except Exception:
             tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        send({"type": "error", "name": name, "value": value, "traceback": tb})
+        send_message({"type": "error", "name": name, "value": value, "traceback": tb})
 
     def format_traceback(self, exc, count):
         """An IPython-like traceback without the driver's own frames."""
@@ -285,7 +333,7 @@ class Kernel:
                 self.handle(req)
             except BaseException as e:
                 send({"type": "stderr", "text": "kernel error: %r\n" % (e,)})
-            send({"type": "done"})
+            send_message({"type": "done"})
             _send(2, {"type": "mark"})
 
 
@@ -304,8 +352,11 @@ def main():
     os.dup2(devnull, 0)
     os.close(devnull)
     sys.stdin = open(os.devnull, "r")
-    sys.stdout = _StreamWriter("stdout")
-    sys.stderr = _StreamWriter("stderr")
+    sys.stdout = sys.__e2b_stdout__ = _StreamWriter("stdout")
+    sys.stderr = sys.__e2b_stderr__ = _StreamWriter("stderr")
+    sys.stdout.other = sys.stderr
+    sys.stderr.other = sys.stdout
+    threading.Thread(target=_flush_periodically, daemon=True).start()
     builtins.display = display
     import warnings
 

@@ -108,6 +108,8 @@ async fn python_state_persists_and_last_expression_is_the_main_result() {
     )
     .await;
     assert_eq!(first[0]["execution_count"], 1);
+    // One chunk, as ipykernel sends it (print's text and newline together).
+    assert_eq!(of_type(&first, "stdout").len(), 1, "{first:?}");
     assert_eq!(stdout(&first), "stdout works\n");
     assert_eq!(main_text(&first).as_deref(), Some("42"));
     assert!(of_type(&first, "stdout")[0]["timestamp"].is_string());
@@ -363,12 +365,12 @@ async fn output_is_streamed_and_keepalive_follows_silence() {
             .unwrap_or_else(|| panic!("no {kind} in {seen:?}"))
     };
     assert!(
-        at("stdout", Some("early")) < Duration::from_secs(3),
+        at("stdout", Some("early\n")) < Duration::from_secs(3),
         "{seen:?}"
     );
     let keepalive = at("keepalive", None);
     assert!(
-        keepalive >= Duration::from_secs(5) && keepalive < at("stdout", Some("late")),
+        keepalive >= Duration::from_secs(5) && keepalive < at("stdout", Some("late\n")),
         "{seen:?}"
     );
     interp.shutdown().await;
