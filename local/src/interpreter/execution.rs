@@ -80,12 +80,23 @@ pub(crate) async fn run(
         last_sent: Instant::now(),
     };
     let mut abort = context.abort_signal();
-    let mut state = tokio::select! {
-        state = context.lock() => state,
-        _ = sink.tx.closed() => return,
-        _ = abort.changed() => {
-            sink.finish_with_error("ContextRestarting", "Context was restarted").await;
-            return;
+    // Executions in one context run one at a time; a queued one keeps its
+    // client alive with keepalives while it waits.
+    let lock = context.lock();
+    tokio::pin!(lock);
+    let mut state = loop {
+        tokio::select! {
+            state = &mut lock => break state,
+            _ = sink.tx.closed() => return,
+            _ = abort.changed() => {
+                sink.finish_with_error("ContextRestarting", "Context was restarted").await;
+                return;
+            }
+            _ = tokio::time::sleep_until(sink.last_sent + KEEPALIVE_AFTER) => {
+                if !sink.send(&OutputLine::Keepalive).await {
+                    return;
+                }
+            }
         }
     };
     if let Err(e) = context.ensure_started(&mut state).await {

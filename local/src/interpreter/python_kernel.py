@@ -101,6 +101,27 @@ class _StreamWriter:
     def fileno(self):
         return 1 if self._kind == "stdout" else 2
 
+    @property
+    def buffer(self):
+        return _BinaryWriter(self)
+
+
+class _BinaryWriter:
+    """sys.stdout.buffer: bytes written to it are streamed as UTF-8 text."""
+
+    def __init__(self, text_writer):
+        self._text = text_writer
+
+    def write(self, data):
+        self._text.write(bytes(data).decode("utf-8", "replace"))
+        return len(data)
+
+    def flush(self):
+        self._text.flush()
+
+    def writable(self):
+        return True
+
 
 def flush_output():
     with _buffer_lock:

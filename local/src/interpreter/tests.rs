@@ -376,32 +376,59 @@ async fn output_is_streamed_and_keepalive_follows_silence() {
     interp.shutdown().await;
 }
 
-#[tokio::test]
-async fn client_disconnect_interrupts_and_the_kernel_keeps_its_state() {
-    let (app, interp) = app();
-    execute(&app, json!({"code": "kept = 'state'"})).await;
-    let request = post(
-        "/execute",
-        json!({"code": "import time\nprint('going', flush=True)\nwhile True:\n    time.sleep(0.1)"}),
-    );
-    let response = app.clone().oneshot(request).await.expect("response");
+/// Starts an execution, reads until `marker` is printed, then hangs up.
+async fn hang_up_after(app: &Router, body: Value, marker: &str) {
+    let response = app
+        .clone()
+        .oneshot(post("/execute", body))
+        .await
+        .expect("response");
     let mut body = response.into_body();
-    // Read until the execution is running, then hang up.
     let mut received = String::new();
-    while !received.contains("going") {
+    while !received.contains(marker) {
         let frame = body.frame().await.expect("a frame").expect("data");
         if let Some(data) = frame.data_ref() {
             received.push_str(std::str::from_utf8(data).expect("utf-8"));
         }
     }
-    drop(body);
+}
+
+#[tokio::test]
+async fn client_disconnect_interrupts_and_the_kernel_keeps_its_state() {
+    let (app, interp) = app();
+    execute(&app, json!({"code": "kept = 'state'"})).await;
+    let code = "import time\nprint('going', flush=True)\nwhile True:\n    time.sleep(0.1)";
+    hang_up_after(&app, json!({"code": code}), "going").await;
     let started = Instant::now();
     let after = execute(&app, json!({"code": "kept"})).await;
     assert_eq!(main_text(&after).as_deref(), Some("state"));
     assert!(
-        started.elapsed() < Duration::from_secs(3),
+        started.elapsed() < Duration::from_secs(2),
         "{:?}",
         started.elapsed()
     );
+
+    // A busy loop in JavaScript is interrupted too, keeping the context's state.
+    execute(
+        &app,
+        json!({"code": "var keptJs = 'js state'", "language": "js"}),
+    )
+    .await;
+    let code = "console.log('going'); while (true) {}";
+    hang_up_after(&app, json!({"code": code, "language": "js"}), "going").await;
+    let started = Instant::now();
+    let after = execute(&app, json!({"code": "keptJs", "language": "js"})).await;
+    assert_eq!(main_text(&after).as_deref(), Some("js state"));
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // Bash gets SIGINT; whatever becomes of the shell, the context works again.
+    let code = "echo going; sleep 30";
+    hang_up_after(&app, json!({"code": code, "language": "bash"}), "going").await;
+    let after = execute(&app, json!({"code": "echo again", "language": "bash"})).await;
+    assert_eq!(stdout(&after), "again\n");
     interp.shutdown().await;
 }
