@@ -112,16 +112,17 @@ pub async fn upload(
             "unsupported Content-Encoding: send the file uncompressed",
         );
     }
-    let bytes =
-        match axum::body::to_bytes(body, FILES_BODY_LIMIT).await {
-            Ok(b) => b,
-            Err(e) => return api_error(
+    let bytes = match axum::body::to_bytes(body, FILES_BODY_LIMIT).await {
+        Ok(b) => b,
+        Err(e) => {
+            return api_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 format!(
                     "request body too large or unreadable (limit {FILES_BODY_LIMIT} bytes): {e}"
                 ),
-            ),
-        };
+            )
+        }
+    };
     let path = q.path.filter(|p| !p.is_empty());
     let mime = ct
         .split(';')

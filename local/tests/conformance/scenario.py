@@ -1,0 +1,160 @@
+"""Conformance scenario: the official E2B Python SDK against the local server.
+
+Run with E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY pointing at the server
+(the Rust test `conformance` does this). Exits non-zero on the first failed
+check; prints one line per passed step.
+"""
+
+import sys
+import time
+import uuid
+
+from e2b import (
+    CommandExitException,
+    FileType,
+    NotFoundException,
+    SandboxException,
+    SandboxQuery,
+    TimeoutException,
+)
+from e2b_code_interpreter import Sandbox
+
+
+def step(name):
+    print(f"ok: {name}", flush=True)
+
+
+def expect_raises(exc_types, fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except exc_types as e:
+        return e
+    raise AssertionError(f"{fn.__name__} did not raise {exc_types}")
+
+
+tag = uuid.uuid4().hex
+sbx = Sandbox.create(metadata={"suite": "conformance", "tag": tag}, envs={"GLOBAL_VAR": "from-create"}, timeout=120)
+other = Sandbox.create(template="base", metadata={"suite": "conformance", "tag": "other"}, timeout=120)
+step("create with metadata and envs")
+
+# Commands
+r = sbx.commands.run("echo $GLOBAL_VAR $LOCAL_VAR; pwd", envs={"LOCAL_VAR": "local"})
+assert r.stdout == "from-create local\n/home/user\n", repr(r.stdout)
+assert r.exit_code == 0 and r.error is None and r.stderr == ""
+step("commands.run with sandbox and command envs")
+
+e = expect_raises(CommandExitException, sbx.commands.run, "echo out; echo err >&2; exit 3")
+assert e.exit_code == 3, e.exit_code
+assert e.stdout == "out\n", repr(e.stdout)
+assert e.stderr == "err\n", repr(e.stderr)
+assert "exit status 3" in (e.error or ""), e.error
+step("non-zero exit raises CommandExitException with stdout/stderr/exit code")
+
+# 1 ASCII byte then 3-byte characters: 32 KiB reads split some of them.
+expected = "a" + "\u20ac" * 30000 + "\n"
+r = sbx.commands.run("python3 -c \"print('a' + '\\u20ac' * 30000)\"")
+assert r.stdout == expected, (len(r.stdout), r.stdout[:20])
+step("UTF-8 split across data chunks decodes intact")
+
+t0 = time.time()
+expect_raises(TimeoutException, sbx.commands.run, "sleep 10", timeout=1)
+assert time.time() - t0 < 8, time.time() - t0
+step("command timeout raises TimeoutException")
+
+h = sbx.commands.run("sleep 100", background=True)
+assert h.pid > 0
+pids = [p.pid for p in sbx.commands.list()]
+assert h.pid in pids, (h.pid, pids)
+assert sbx.commands.kill(h.pid) is True
+e = expect_raises(CommandExitException, h.wait)
+assert e.exit_code == -1, e.exit_code
+time.sleep(0.3)
+assert h.pid not in [p.pid for p in sbx.commands.list()]
+assert sbx.commands.kill(h.pid) is False
+step("background command, list, kill")
+
+h = sbx.commands.run("cat", background=True, stdin=True)
+sbx.commands.send_stdin(h.pid, "hello stdin\n")
+sbx.commands.close_stdin(h.pid)
+r = h.wait()
+assert r.stdout == "hello stdin\n", repr(r.stdout)
+step("stdin send and close")
+
+# Files
+info = sbx.files.write("/home/user/dir/a.txt", "héllo")
+assert info.path == "/home/user/dir/a.txt", info
+assert sbx.files.read("/home/user/dir/a.txt") == "héllo"
+assert sbx.files.read("dir/a.txt", format="bytes") == "héllo".encode()
+entries = sbx.files.list("/home/user/dir")
+assert [(x.name, x.type) for x in entries] == [("a.txt", FileType.FILE)], entries
+assert sbx.files.make_dir("/home/user/newdir") is True
+assert sbx.files.make_dir("/home/user/newdir") is False
+assert any(x.name == "newdir" and x.type == FileType.DIR for x in sbx.files.list("/home/user"))
+moved = sbx.files.rename("/home/user/dir/a.txt", "/home/user/newdir/b.txt")
+assert moved.path == "/home/user/newdir/b.txt", moved
+assert sbx.files.exists("/home/user/newdir/b.txt") is True
+assert sbx.files.exists("/home/user/dir/a.txt") is False
+sbx.files.remove("/home/user/newdir")
+assert sbx.files.exists("/home/user/newdir") is False
+expect_raises(NotFoundException, sbx.files.read, "/home/user/missing.txt")
+expect_raises(NotFoundException, sbx.files.list, "/nope")
+expect_raises(SandboxException, sbx.files.write, "/proc/forbidden.txt", "x")
+step("files write/read/list/make_dir/rename/remove/exists")
+
+sbx.commands.run("echo from-command > /tmp/cmd.txt")
+assert sbx.files.read("/tmp/cmd.txt") == "from-command\n"
+step("a file written by a command is read through the files API")
+
+sbx.files.write("rel.txt", "relative")
+assert sbx.commands.run("cat /home/user/rel.txt").stdout == "relative"
+assert sbx.files.read("/home/user/rel.txt") == "relative"
+assert sbx.commands.run("pwd", cwd="dir").stdout == "/home/user/dir\n"
+step("relative paths resolve against /home/user")
+
+# Code interpreter
+ex = sbx.run_code("x = 41\nprint('hi')")
+assert ex.error is None, ex.error
+assert "".join(ex.logs.stdout) == "hi\n", ex.logs
+ex = sbx.run_code("x + 1")
+assert ex.text == "42", ex.text
+step("run_code keeps state across calls")
+
+ex = sbx.run_code("1 / 0")
+assert ex.error is not None
+assert ex.error.name == "ZeroDivisionError", ex.error.name
+assert ex.error.value == "division by zero", ex.error.value
+assert "ZeroDivisionError" in ex.error.traceback
+step("run_code exception name/value/traceback")
+
+ex = sbx.run_code("import os\nos.environ.get('GLOBAL_VAR')")
+assert ex.text == "from-create", ex.text
+step("run_code sees sandbox envs")
+
+# Lifecycle
+sbx.set_timeout(300)
+info = sbx.get_info()
+assert info.sandbox_id == sbx.sandbox_id
+assert info.metadata == {"suite": "conformance", "tag": tag}, info.metadata
+assert info.state.value == "running"
+assert (info.end_at - info.started_at).total_seconds() > 200
+step("set_timeout and get_info")
+
+found = Sandbox.list(query=SandboxQuery(metadata={"tag": tag})).next_items()
+assert [s.sandbox_id for s in found] == [sbx.sandbox_id], found
+both = Sandbox.list(query=SandboxQuery(metadata={"suite": "conformance"})).next_items()
+assert {s.sandbox_id for s in both} == {sbx.sandbox_id, other.sandbox_id}
+step("list with a metadata filter")
+
+assert sbx.is_running() is True
+assert sbx.kill() is True
+assert sbx.is_running() is False
+assert Sandbox.kill(sbx.sandbox_id) is False
+expect_raises(NotFoundException, Sandbox.get_info, sbx.sandbox_id)
+expect_raises(SandboxException, sbx.commands.run, "echo hi")
+expect_raises(SandboxException, sbx.files.read, "/home/user/rel.txt")
+expect_raises(NotFoundException, sbx.set_timeout, 30)
+step("after kill, calls fail as the SDK expects")
+
+other.kill()
+print("conformance scenario passed")
+sys.exit(0)

@@ -1,0 +1,158 @@
+//! A started server plus a small client speaking both planes.
+
+use e2b_local::{LocalServer, Options};
+use e2b_wire::connect::{encode_envelope, EnvelopeDecoder};
+use serde_json::{json, Value};
+
+/// A server and an HTTP client for it.
+pub struct Harness {
+    pub server: LocalServer,
+    pub http: reqwest::Client,
+}
+
+/// A created sandbox's id and access token.
+#[derive(Clone)]
+pub struct Sbx {
+    pub id: String,
+    pub token: String,
+}
+
+pub async fn start() -> Harness {
+    start_with(Options::default()).await
+}
+
+pub async fn start_with(opts: Options) -> Harness {
+    let server = LocalServer::start(opts).await.expect("server starts");
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    Harness { server, http }
+}
+
+impl Harness {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.server.url(), path)
+    }
+
+    /// A control-plane request with the API key.
+    pub fn api(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, self.url(path))
+            .header("X-API-KEY", self.server.api_key())
+    }
+
+    pub async fn create(&self, body: Value) -> Sbx {
+        let resp = self
+            .api(reqwest::Method::POST, "/v2/sandboxes")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 201);
+        let v: Value = resp.json().await.unwrap();
+        Sbx {
+            id: v["sandboxID"].as_str().unwrap().to_string(),
+            token: v["envdAccessToken"].as_str().unwrap().to_string(),
+        }
+    }
+
+    pub async fn create_default(&self) -> Sbx {
+        self.create(json!({"templateID": "base"})).await
+    }
+
+    /// A sandbox-plane request to `port` of `sbx`, with its token.
+    pub fn sandbox(
+        &self,
+        sbx: &Sbx,
+        port: u16,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, self.url(path))
+            .header("E2b-Sandbox-Id", &sbx.id)
+            .header("E2b-Sandbox-Port", port.to_string())
+            .header("X-Access-Token", &sbx.token)
+    }
+
+    /// A unary Connect call to envd: (status, JSON body).
+    pub async fn unary(&self, sbx: &Sbx, path: &str, body: Value) -> (u16, Value) {
+        let resp = self
+            .sandbox(sbx, 49983, reqwest::Method::POST, path)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// A server-streaming Connect call: every message, then the end-stream payload.
+    pub async fn stream(
+        &self,
+        sbx: &Sbx,
+        path: &str,
+        body: Value,
+        headers: &[(&str, &str)],
+    ) -> (Vec<Value>, Value) {
+        let mut req = self
+            .sandbox(sbx, 49983, reqwest::Method::POST, path)
+            .header("content-type", "application/connect+json")
+            .body(encode_envelope(0, body.to_string().as_bytes()));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "application/connect+json");
+        let bytes = resp.bytes().await.unwrap();
+        parse_stream(&bytes)
+    }
+}
+
+/// Splits an envelope stream into messages and the end-stream payload.
+pub fn parse_stream(bytes: &[u8]) -> (Vec<Value>, Value) {
+    let mut dec = EnvelopeDecoder::new(1 << 24);
+    dec.push(bytes);
+    let mut msgs = Vec::new();
+    let mut end = Value::Null;
+    while let Some(env) = dec.next_envelope().unwrap() {
+        let v: Value = serde_json::from_slice(&env.payload).unwrap();
+        if env.is_end_stream() {
+            end = v;
+        } else {
+            msgs.push(v);
+        }
+    }
+    dec.finish().unwrap();
+    (msgs, end)
+}
+
+/// Concatenated, base64-decoded stdout of process events.
+pub fn stdout_of(events: &[Value]) -> String {
+    use base64::Engine;
+    let mut out = Vec::new();
+    for e in events {
+        if let Some(s) = e.pointer("/event/data/stdout").and_then(Value::as_str) {
+            out.extend(base64::engine::general_purpose::STANDARD.decode(s).unwrap());
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Runs a shell command to completion; returns its events and end-stream payload.
+pub async fn run(h: &Harness, sbx: &Sbx, cmd: &str) -> (Vec<Value>, Value) {
+    h.stream(
+        sbx,
+        "/process.Process/Start",
+        json!({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}, "stdin": false}),
+        &[],
+    )
+    .await
+}

@@ -1,0 +1,48 @@
+//! The official E2B Python SDK against the server: `tests/conformance/scenario.py`.
+//!
+//! The Python interpreter comes from `E2B_TOOLS_PYTHON` (a venv with
+//! e2b==2.63.0 and e2b-code-interpreter==2.11.5). Missing it is a failure,
+//! not a skip: this test is what proves compatibility.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::common::start;
+
+#[tokio::test]
+async fn python_sdk_scenario() {
+    let python = std::env::var("E2B_TOOLS_PYTHON").unwrap_or_else(|_| {
+        panic!(
+            "E2B_TOOLS_PYTHON is not set: point it at a Python with e2b==2.63.0 and \
+             e2b-code-interpreter==2.11.5 installed (e.g. a venv's bin/python)"
+        )
+    });
+    let h = start().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/scenario.py");
+    let child = tokio::process::Command::new(&python)
+        .arg(script)
+        .env("E2B_API_URL", h.server.url())
+        .env("E2B_SANDBOX_URL", h.server.url())
+        .env("E2B_API_KEY", h.server.api_key())
+        .env_remove("E2B_DEBUG")
+        .env_remove("E2B_DOMAIN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+    let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output())
+        .await
+        .expect("scenario finished within 5 minutes")
+        .expect("scenario ran");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "scenario failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("conformance scenario passed"), "{stdout}");
+    assert_eq!(h.server.stats().live_sandboxes, 0);
+    h.server.shutdown().await;
+}

@@ -1,0 +1,269 @@
+//! Control-plane routes and their error paths.
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::common::start;
+
+#[tokio::test]
+async fn create_get_list_timeout_kill() {
+    let h = start().await;
+    let resp = h
+        .api(Method::POST, "/v2/sandboxes")
+        .json(&json!({"templateID": "base", "metadata": {"user": "a b&c"}, "envVars": {"A": "1"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let sbx: Value = resp.json().await.unwrap();
+    let id = sbx["sandboxID"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 20);
+    assert!(id
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+    assert_eq!(sbx["envdVersion"], "0.6.13");
+    assert!(sbx["domain"].is_null());
+    assert!(sbx["clientID"].is_string());
+    assert!(sbx["envdAccessToken"].is_string());
+
+    let detail: Value = h
+        .api(Method::GET, &format!("/sandboxes/{id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(detail["state"], "running");
+    assert_eq!(detail["metadata"]["user"], "a b&c");
+    for key in [
+        "startedAt",
+        "endAt",
+        "cpuCount",
+        "memoryMB",
+        "diskSizeMB",
+        "envdVersion",
+    ] {
+        assert!(detail.get(key).is_some(), "{key}");
+    }
+
+    let other = h
+        .create(json!({"templateID": "base", "metadata": {"user": "z"}}))
+        .await;
+    // metadata=user%3Da%2Bb%2526c : k=v with v percent-encoded once more.
+    let q = "metadata=user%3Da%2520b%2526c&state=running";
+    let list: Vec<Value> = h
+        .api(Method::GET, &format!("/v2/sandboxes?{q}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["sandboxID"], id.as_str());
+    assert!(list[0].get("envdAccessToken").is_none());
+    let paused: Vec<Value> = h
+        .api(Method::GET, "/v2/sandboxes?state=paused")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(paused.is_empty());
+
+    let resp = h
+        .api(Method::POST, &format!("/sandboxes/{id}/timeout"))
+        .json(&json!({"timeout": 600}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+
+    let resp = h
+        .api(Method::DELETE, &format!("/sandboxes/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    let resp = h
+        .api(Method::DELETE, &format!("/sandboxes/{id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    assert_eq!(resp.headers()["should-retry"], "false");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["code"], 404);
+    assert!(body["message"].is_string());
+    for (m, p) in [
+        (Method::GET, format!("/sandboxes/{id}")),
+        (Method::POST, format!("/sandboxes/{id}/timeout")),
+        (Method::POST, format!("/sandboxes/{id}/pause")),
+        (Method::POST, format!("/v2/sandboxes/{id}/connect")),
+    ] {
+        let resp = h
+            .api(m, &p)
+            .json(&json!({"timeout": 5}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 404, "{p}");
+    }
+    let stats = h.server.stats();
+    assert_eq!(stats.count("POST /sandboxes/{id}/timeout"), 2);
+    assert_eq!(stats.count("POST /v2/sandboxes"), 2);
+    assert_eq!(stats.live_sandboxes, 1);
+    assert_eq!(stats.sandboxes_created, 2);
+    assert_eq!(stats.sandboxes_killed, 1);
+    let _ = other;
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn auth_and_bad_requests() {
+    let h = start().await;
+    let resp = h
+        .http
+        .post(h.url("/v2/sandboxes"))
+        .json(&json!({"templateID": "base"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+    assert_eq!(resp.headers()["should-retry"], "false");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["code"], 401);
+    let resp = h
+        .http
+        .post(h.url("/v2/sandboxes"))
+        .header("X-API-KEY", "e2b_wrong")
+        .json(&json!({"templateID": "base"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+
+    for body in [
+        "{not json",
+        r#"{"templateID":"base","timeout":0}"#,
+        r#"{"templateID":"base","timeout":-5}"#,
+        "",
+    ] {
+        let resp = h
+            .api(Method::POST, "/v2/sandboxes")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400, "{body}");
+        let v: Value = resp.json().await.unwrap();
+        assert_eq!(v["code"], 400);
+    }
+    let resp = h.api(Method::GET, "/nope").send().await.unwrap();
+    assert_eq!(resp.status(), 404);
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn v1_create_and_connect() {
+    let h = start().await;
+    let resp = h
+        .api(Method::POST, "/sandboxes")
+        .json(&json!({"templateID": "base", "secure": true, "timeout": 300}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let v: Value = resp.json().await.unwrap();
+    let id = v["sandboxID"].as_str().unwrap();
+    let resp = h
+        .api(Method::POST, &format!("/sandboxes/{id}/connect"))
+        .json(&json!({"timeout": 10}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["sandboxID"], id);
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn cap_on_live_sandboxes() {
+    let h = crate::common::start_with(e2b_local::Options {
+        max_sandboxes: 1,
+        ..Default::default()
+    })
+    .await;
+    h.create_default().await;
+    let resp = h
+        .api(Method::POST, "/v2/sandboxes")
+        .json(&json!({"templateID": "base"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 429);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["code"], 429);
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn pause_keeps_files_and_connect_resumes() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/files?path=/home/user/keep.txt")
+        .header("content-type", "application/octet-stream")
+        .body("kept")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let resp = h
+        .api(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    let resp = h
+        .api(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 409);
+    let detail: Value = h
+        .api(Method::GET, &format!("/sandboxes/{}", sbx.id))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(detail["state"], "paused");
+    // Paused without autoResume: the sandbox plane does not answer.
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/files?path=keep.txt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 502);
+    let resp = h
+        .api(Method::POST, &format!("/v2/sandboxes/{}/connect", sbx.id))
+        .json(&json!({"timeout": 60}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/files?path=keep.txt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "kept");
+    h.server.shutdown().await;
+}

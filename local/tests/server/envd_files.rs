@@ -1,0 +1,163 @@
+//! envd's /files REST route.
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::common::{run, start, stdout_of};
+
+#[tokio::test]
+async fn upload_download_roundtrip() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    // multipart with the path in the query
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes("héllo".as_bytes().to_vec())
+            .file_name("/home/user/x/a.txt"),
+    );
+    let resp = h
+        .sandbox(
+            &sbx,
+            49983,
+            Method::POST,
+            "/files?path=%2Fhome%2Fuser%2Fx%2Fa.txt",
+        )
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(
+        v,
+        json!([{"path": "/home/user/x/a.txt", "name": "a.txt", "type": "file"}])
+    );
+    // multipart without a path: the filenames carry them
+    let form = reqwest::multipart::Form::new()
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(b"one".to_vec()).file_name("/tmp/one.txt"),
+        )
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(b"two".to_vec()).file_name("rel/two.txt"),
+        );
+    let v: Value = h
+        .sandbox(&sbx, 49983, Method::POST, "/files")
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v[0]["path"], "/tmp/one.txt");
+    assert_eq!(v[1]["path"], "/home/user/rel/two.txt");
+    // octet-stream
+    let resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/files?path=bin.dat")
+        .header("content-type", "application/octet-stream")
+        .body(vec![0u8, 255, 1])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let resp = h
+        .sandbox(
+            &sbx,
+            49983,
+            Method::GET,
+            "/files?path=%2Fhome%2Fuser%2Fbin.dat",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert!(resp.headers().get("content-encoding").is_none());
+    assert_eq!(resp.bytes().await.unwrap().as_ref(), &[0u8, 255, 1]);
+
+    // what the API wrote, commands see; what commands write, the API reads
+    let (events, _) = run(
+        &h,
+        &sbx,
+        "cat /home/user/x/a.txt /tmp/one.txt rel/two.txt; echo made > /tmp/by-cmd.txt",
+    )
+    .await;
+    assert_eq!(stdout_of(&events), "hélloonetwo");
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/files?path=/tmp/by-cmd.txt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.text().await.unwrap(), "made\n");
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn files_errors() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/files?path=/tmp/missing.txt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(
+        v,
+        json!({"code": 404, "message": "path '/tmp/missing.txt' does not exist"})
+    );
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/files?path=/tmp")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    for path in ["/proc/forbidden.txt", "/etc/x.txt"] {
+        let resp = h
+            .sandbox(&sbx, 49983, Method::POST, &format!("/files?path={path}"))
+            .header("content-type", "application/octet-stream")
+            .body("x")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 500, "{path}");
+        let v: Value = resp.json().await.unwrap();
+        assert!(
+            v["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("error opening file"),
+            "{v}"
+        );
+    }
+    assert!(!std::path::Path::new("/etc/x.txt").exists());
+    let resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/files")
+        .header("content-type", "application/octet-stream")
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/files?path=a")
+        .header("content-type", "text/plain")
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    // Writing through a symlink that points outside stays inside the sandbox view.
+    run(&h, &sbx, "ln -s /etc/passwd /home/user/pw").await;
+    let resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/files?path=pw")
+        .header("content-type", "application/octet-stream")
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 500);
+    h.server.shutdown().await;
+}

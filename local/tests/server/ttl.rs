@@ -1,0 +1,159 @@
+//! Sandbox TTLs: death (or pause) at the timeout, processes gone.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::{start, start_with};
+
+fn alive(pid: u64) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+/// Whether any host process runs `sleep <secs>` (the sandboxed one).
+fn sleeping(secs: &str) -> bool {
+    let want = format!("sleep\0{secs}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want.as_bytes()))
+}
+
+async fn start_background(h: &crate::common::Harness, sbx: &crate::common::Sbx, secs: &str) -> u64 {
+    let mut resp = h
+        .sandbox(sbx, 49983, Method::POST, "/process.Process/Start")
+        .header("content-type", "application/connect+json")
+        .body(e2b_wire::connect::encode_envelope(
+            0,
+            json!({"process": {"cmd": "sleep", "args": [secs]}})
+                .to_string()
+                .as_bytes(),
+        ))
+        .send()
+        .await
+        .unwrap();
+    let chunk = resp.chunk().await.unwrap().unwrap();
+    let mut dec = e2b_wire::connect::EnvelopeDecoder::new(1 << 20);
+    dec.push(&chunk);
+    let env = dec.next_envelope().unwrap().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&env.payload).unwrap();
+    v["event"]["start"]["pid"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn short_timeout_kills_sandbox_and_processes() {
+    let h = start().await;
+    let sbx = h.create(json!({"templateID": "base", "timeout": 2})).await;
+    let pid = start_background(&h, &sbx, "601").await;
+    assert!(alive(pid));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(sleeping("601"));
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/health")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/health")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 502);
+    let resp = h
+        .api(Method::GET, &format!("/sandboxes/{}", sbx.id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!alive(pid), "process {pid} survived its sandbox");
+    assert!(!sleeping("601"), "the sandboxed sleep survived its sandbox");
+    assert_eq!(h.server.stats().live_sandboxes, 0);
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn set_timeout_extends_and_time_scale_speeds_up() {
+    let h = start_with(e2b_local::Options {
+        time_scale: 10.0,
+        ..Default::default()
+    })
+    .await;
+    let sbx = h.create(json!({"templateID": "base", "timeout": 5})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let resp = h
+        .api(Method::POST, &format!("/sandboxes/{}/timeout", sbx.id))
+        .json(&json!({"timeout": 10}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/health")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204, "extended to 10 scaled seconds = 1 s");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/health")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 502);
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn auto_pause_at_timeout_and_auto_resume_on_traffic() {
+    let h = start().await;
+    let sbx = h
+        .create(json!({"templateID": "base", "timeout": 1, "autoPause": true, "autoResume": {"enabled": true}}))
+        .await;
+    let pid = start_background(&h, &sbx, "602").await;
+    let resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/files?path=k.txt")
+        .header("content-type", "application/octet-stream")
+        .body("kept")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    let v: serde_json::Value = h
+        .api(Method::GET, &format!("/sandboxes/{}", sbx.id))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["state"], "paused");
+    assert!(!alive(pid));
+    assert!(!sleeping("602"));
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/files?path=k.txt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.text().await.unwrap(), "kept");
+    let v: serde_json::Value = h
+        .api(Method::GET, &format!("/sandboxes/{}", sbx.id))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["state"], "running");
+    h.server.shutdown().await;
+}
