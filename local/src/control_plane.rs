@@ -68,13 +68,22 @@ pub(crate) fn router(registry: Arc<Registry>, api_key: String) -> Router {
         ))
 }
 
-/// Parses a JSON body into `T`, or the 400 the API gives.
-fn parse<T: DeserializeOwned + Default>(body: &[u8]) -> Result<T, Response> {
+/// A refused request: becomes the API's JSON error.
+struct Rejection(StatusCode, String);
+
+impl IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        api_error(self.0, self.1)
+    }
+}
+
+/// Parses a JSON body into `T` (empty = default), or the 400 the API gives.
+fn parse<T: DeserializeOwned + Default>(body: &[u8]) -> Result<T, Rejection> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
     serde_json::from_slice(body).map_err(|e| {
-        api_error(
+        Rejection(
             StatusCode::BAD_REQUEST,
             format!("invalid request body: {e}"),
         )
@@ -86,15 +95,15 @@ fn not_found(id: &str) -> Response {
 }
 
 /// Validates a TTL the way the infra server does.
-fn check_timeout(secs: i64) -> Result<u64, Response> {
+fn check_timeout(secs: i64) -> Result<u64, Rejection> {
     if secs <= 0 {
-        return Err(api_error(
+        return Err(Rejection(
             StatusCode::BAD_REQUEST,
-            "Timeout must be greater than 0",
+            "Timeout must be greater than 0".into(),
         ));
     }
     if secs > MAX_TIMEOUT_SECS {
-        return Err(api_error(
+        return Err(Rejection(
             StatusCode::BAD_REQUEST,
             format!(
                 "Timeout cannot be greater than {} hours",
@@ -119,14 +128,14 @@ async fn create(api: Api, body: &[u8], default_timeout: u32) -> Response {
     }
     let request: NewSandbox = match parse(body) {
         Ok(r) => r,
-        Err(resp) => return resp,
+        Err(rejection) => return rejection.into_response(),
     };
     if request.template_id.trim().is_empty() {
         return api_error(StatusCode::BAD_REQUEST, "templateID is required");
     }
     let timeout = match check_timeout(request.timeout.unwrap_or(i64::from(default_timeout))) {
         Ok(t) => t,
-        Err(resp) => return resp,
+        Err(rejection) => return rejection.into_response(),
     };
     match api.registry.create(request, timeout) {
         Ok(sandbox) => (StatusCode::CREATED, Json(sandbox.body())).into_response(),
@@ -170,9 +179,9 @@ async fn set_timeout(State(api): State<Api>, Path(id): Path<String>, body: Bytes
         }
     };
     if req.timeout > MAX_TIMEOUT_SECS {
-        return check_timeout(req.timeout)
-            .err()
-            .unwrap_or_else(|| not_found(&id));
+        if let Err(rejection) = check_timeout(req.timeout) {
+            return rejection.into_response();
+        }
     }
     // Negative values count as 0: the sandbox expires now.
     sandbox.set_timeout(req.timeout.max(0) as u64);
@@ -188,11 +197,11 @@ async fn connect(State(api): State<Api>, Path(id): Path<String>, body: Bytes) ->
     };
     let req: ConnectSandbox = match parse(&body) {
         Ok(r) => r,
-        Err(resp) => return resp,
+        Err(rejection) => return rejection.into_response(),
     };
     let timeout = match check_timeout(req.timeout.unwrap_or(CONNECT_DEFAULT_TIMEOUT)) {
         Ok(t) => t,
-        Err(resp) => return resp,
+        Err(rejection) => return rejection.into_response(),
     };
     if sandbox.resume(timeout) {
         (StatusCode::CREATED, Json(sandbox.body())).into_response()

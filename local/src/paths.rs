@@ -225,8 +225,15 @@ mod tests {
     fn symlinks_cannot_escape() {
         let (d, p) = setup();
         std::os::unix::fs::symlink(d.path(), p.home().join("escape")).unwrap();
+        // The data dir is under /tmp here, so the link leads into the
+        // sandbox's own /tmp, never into the host's.
         let r = p.resolve("/home/user/escape/sbx/home/user", true).unwrap();
-        assert!(!r.host.starts_with(d.path()) || r.host.starts_with(p.root()));
+        assert!(r.host.starts_with(p.root()), "{r:?}");
+        // A data dir elsewhere is hidden from the host view.
+        let hidden = SandboxPaths::new(p.root().to_path_buf(), PathBuf::from("/usr/lib"));
+        std::os::unix::fs::symlink("/usr/lib", p.home().join("lib")).unwrap();
+        let r = hidden.resolve("lib/os-release", true).unwrap();
+        assert!(!r.host.starts_with("/usr/lib"), "{r:?}");
         assert!(!r.writable);
         std::os::unix::fs::symlink("/tmp", p.home().join("t")).unwrap();
         let r = p.resolve("t/f", true).unwrap();
