@@ -77,16 +77,6 @@ impl KernelProcess {
             events,
             readers,
         };
-        if language == Language::Bash {
-            let bootstrap = format!(
-                "cd {} || echo 'cannot enter the context directory' >&2\nprintf '\\036E2B\\037{{\"type\":\"ready\"}}\\n'\n",
-                bash_quote(cwd)
-            );
-            kernel
-                .write(bootstrap.as_bytes())
-                .await
-                .map_err(|e| format!("Failed to start the bash kernel: {e}"))?;
-        }
         kernel.wait_ready().await?;
         Ok(kernel)
     }
@@ -164,7 +154,9 @@ impl KernelProcess {
             Language::Python | Language::JavaScript => {
                 let _ = self.write(b"{\"op\": \"interrupt\"}\n").await;
             }
-            Language::Bash => self.signal_group(libc::SIGINT),
+            Language::Bash => {
+                let _ = self.write(b"#e2b-interrupt\n").await;
+            }
         }
     }
 
@@ -249,8 +241,8 @@ fn is_shell_name(name: &str) -> bool {
 }
 
 /// One bash execution as a single input line: set the execution's env
-/// vars, run the code with `eval` (so state persists and an unfinished
-/// quote cannot swallow what follows), restore the env vars, then print
+/// vars, run the code in this shell (so state persists; quoted as one word,
+/// so an unfinished quote cannot swallow what follows), restore the env vars, then print
 /// the end markers with the exit status on stdout and stderr.
 fn bash_execution(code: &str, env_vars: &BTreeMap<String, String>) -> String {
     let mut line = String::new();
@@ -261,10 +253,16 @@ fn bash_execution(code: &str, env_vars: &BTreeMap<String, String>) -> String {
             bash_quote(&env_vars[*key])
         ));
     }
+    // Sourced, so the driver's interrupt trap (`return`) ends just this
+    // execution; `source` reads all the code before running it.
     line.push_str(&format!(
-        "eval {} </dev/null; __e2b_rc=$?; ",
+        ". <(printf '%s\\n' {}) </dev/null; __e2b_rc=$?; ",
         bash_quote(code)
     ));
+    // After a trap `return`ed out of a wait for a child, bash leaves its
+    // wait-time SIGINT handler installed and ignores the next interrupt;
+    // waiting for one more child (a subshell) restores the handler.
+    line.push_str("if [ \"$__e2b_rc\" -ge 128 ]; then (:); fi; ");
     for (i, key) in vars.iter().enumerate() {
         line.push_str(&format!(
             "if [ -n \"$__e2b_had_{i}\" ]; then export {key}=\"$__e2b_old_{i}\"; else unset {key}; fi; "

@@ -2,6 +2,8 @@
 
 /// The Python driver, run with `python3 -u -c`.
 const PYTHON_DRIVER: &str = include_str!("python_kernel.py");
+/// The bash driver, run with `bash -c`.
+const BASH_DRIVER: &str = include_str!("bash_kernel.sh");
 /// The Node driver, run with `node -e`.
 const JAVASCRIPT_DRIVER: &str = include_str!("javascript_kernel.js");
 
@@ -12,7 +14,7 @@ pub(crate) enum Language {
     Python,
     /// Node through `javascript_kernel.js`.
     JavaScript,
-    /// A persistent `bash` fed with sentinel-terminated executions.
+    /// A persistent `bash` through `bash_kernel.sh`.
     Bash,
 }
 
@@ -56,8 +58,17 @@ impl Language {
                 "node",
                 vec!["-e".into(), JAVASCRIPT_DRIVER.into(), cwd.into()],
             ),
-            // Bash gets its working directory from the bootstrap it is fed.
-            Language::Bash => ("bash", vec!["--noprofile".into(), "--norc".into()]),
+            Language::Bash => (
+                "bash",
+                vec![
+                    "--noprofile".into(),
+                    "--norc".into(),
+                    "-c".into(),
+                    BASH_DRIVER.into(),
+                    "e2b-kernel".into(),
+                    cwd.into(),
+                ],
+            ),
         }
     }
 }

@@ -425,10 +425,22 @@ async fn client_disconnect_interrupts_and_the_kernel_keeps_its_state() {
         started.elapsed()
     );
 
-    // Bash gets SIGINT; whatever becomes of the shell, the context works again.
-    let code = "echo going; sleep 30";
-    hang_up_after(&app, json!({"code": code, "language": "bash"}), "going").await;
-    let after = execute(&app, json!({"code": "echo again", "language": "bash"})).await;
-    assert_eq!(stdout(&after), "again\n");
+    // Bash: the running command and a busy loop are interrupted, the shell
+    // and its variables survive.
+    execute(&app, json!({"code": "KEPT=bash-state", "language": "bash"})).await;
+    for code in [
+        "echo going; sleep 30; echo not-here",
+        "echo going; while :; do :; done",
+    ] {
+        hang_up_after(&app, json!({"code": code, "language": "bash"}), "going").await;
+        let started = Instant::now();
+        let after = execute(&app, json!({"code": "echo $KEPT", "language": "bash"})).await;
+        assert_eq!(stdout(&after), "bash-state\n", "{code}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+    }
     interp.shutdown().await;
 }
