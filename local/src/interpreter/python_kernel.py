@@ -235,6 +235,178 @@ def _flush_figures():
         send({"type": "stderr", "text": "could not render figures: %r\n" % (e,)})
 
 
+def run_shell(command):
+    """IPython's `!command`: runs it with the shell, streaming its output."""
+    import subprocess
+
+    flush_output()
+    proc = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        while True:
+            chunk = proc.stdout.read1(CHUNK) if hasattr(proc.stdout, "read1") else proc.stdout.read(CHUNK)
+            if not chunk:
+                break
+            sys.stdout.write(chunk.decode("utf-8", "replace"))
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        raise
+    finally:
+        proc.stdout.close()
+        proc.wait()
+
+
+class UsageError(Exception):
+    """IPython's error for an unknown magic."""
+
+
+def run_magic(line):
+    """The few line magics code written for Jupyter commonly uses."""
+    name, _, arg = line.partition(" ")
+    arg = arg.strip()
+    if name in ("pip", "conda") or name == "sx" or name == "system":
+        command = arg if name in ("sx", "system") else "%s -m pip %s" % (sys.executable, arg)
+        if name == "conda":
+            command = "conda " + arg
+        run_shell(command)
+    elif name == "cd":
+        os.chdir(os.path.expanduser(arg or "~"))
+        print(os.getcwd())
+    elif name == "pwd":
+        return os.getcwd()
+    elif name == "env":
+        if "=" in arg:
+            key, _, value = arg.partition("=")
+            os.environ[key.strip()] = value.strip()
+        elif arg:
+            return os.environ.get(arg)
+        else:
+            return dict(os.environ)
+    elif name in ("matplotlib", "load_ext", "config", "reload_ext", "autoreload"):
+        return None
+    else:
+        raise UsageError("Line magic function `%%%s` not found." % name)
+
+
+def transform_ipython_lines(code):
+    """Rewrites statement lines `!cmd` and `%magic args` into calls."""
+    out = []
+    for line in code.splitlines():
+        stripped = line.lstrip()
+        indent = line[: len(line) - len(stripped)]
+        if stripped.startswith("!"):
+            line = "%s__e2b_run_shell__(%r)" % (indent, stripped[1:])
+        elif stripped.startswith("%") and not stripped.startswith("%%") and len(stripped) > 1 and stripped[1].isalpha():
+            line = "%s__e2b_run_magic__(%r)" % (indent, stripped[1:])
+        out.append(line)
+    return "\n".join(out)
+
+
+class _IPythonDisplayPatcher:
+    """With a real IPython installed but no IPython shell, its display()
+    only prints; this import hook points it at our display() instead."""
+
+    MODULES = ("IPython.core.display_functions", "IPython.display")
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.MODULES:
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        original = spec.loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            if hasattr(module, "display"):
+                module.display = display
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def install_ipython_display_shim():
+    """A minimal `IPython.display` when IPython is not installed, so code
+    written for notebooks (`from IPython.display import display, HTML`) runs."""
+    import importlib.util
+    import types
+
+    try:
+        if importlib.util.find_spec("IPython") is not None:
+            sys.meta_path.insert(0, _IPythonDisplayPatcher())
+            return
+    except (ImportError, ValueError):
+        return
+
+    class _Data:
+        _mime = None
+
+        def __init__(self, data=None, url=None, filename=None, **_kwargs):
+            if filename is not None:
+                with open(filename, "rb" if self._binary else "r") as f:
+                    data = f.read()
+            self.data = data
+            self.url = url
+            self.filename = filename
+
+        _binary = False
+
+        def __repr__(self):
+            return "<IPython.core.display.%s object>" % type(self).__name__
+
+    def _make(name, method, binary=False):
+        cls = type(name, (_Data,), {"_binary": binary})
+        setattr(cls, method, lambda self: self.data)
+        return cls
+
+    HTML = _make("HTML", "_repr_html_")
+    Markdown = _make("Markdown", "_repr_markdown_")
+    SVG = _make("SVG", "_repr_svg_")
+    Latex = _make("Latex", "_repr_latex_")
+    Javascript = _make("Javascript", "_repr_javascript_")
+
+    class JSON(_Data):
+        def _repr_json_(self):
+            return self.data
+
+    class Image(_Data):
+        _binary = True
+
+        def __init__(self, data=None, url=None, filename=None, format=None, **kwargs):
+            if isinstance(data, str) and filename is None and url is None:
+                filename, data = data, None
+            super().__init__(data, url, filename, **kwargs)
+            name = (filename or url or "").lower()
+            self.format = (format or ("jpeg" if name.endswith((".jpg", ".jpeg")) else "png")).lower()
+
+        def _repr_png_(self):
+            return self.data if self.format == "png" else None
+
+        def _repr_jpeg_(self):
+            return self.data if self.format in ("jpeg", "jpg") else None
+
+    def clear_output(wait=False):
+        pass
+
+    ipython = types.ModuleType("IPython")
+    ipython.__path__ = []
+    module = types.ModuleType("IPython.display")
+    for name, value in dict(display=display, HTML=HTML, Markdown=Markdown, SVG=SVG, Latex=Latex,
+                            Javascript=Javascript, JSON=JSON, Image=Image,
+                            clear_output=clear_output).items():
+        setattr(module, name, value)
+    ipython.display = module
+    ipython.get_ipython = lambda: None
+    sys.modules["IPython"] = ipython
+    sys.modules["IPython.display"] = module
+
+
 class Kernel:
     def __init__(self):
         self.namespace = {"__name__": "__main__", "__builtins__": builtins}
@@ -279,8 +451,12 @@ class Kernel:
         try:
             tree = ast.parse(code, filename, "exec")
         except (SyntaxError, ValueError) as e:
-            self.send_error(e, count)
-            return
+            # Not Python: maybe IPython's `!cmd` / `%magic` lines.
+            try:
+                tree = ast.parse(transform_ipython_lines(code), filename, "exec")
+            except (SyntaxError, ValueError):
+                self.send_error(e, count)
+                return
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             last = ast.Expression(tree.body.pop().value)
@@ -310,6 +486,8 @@ class Kernel:
         lines = ["-" * 75, "%-42sTraceback (most recent call last)" % name]
         frames = [f for f in traceback.extract_tb(exc.__traceback__)
                   if f.filename != "<string>" and not f.filename.endswith("asyncio/base_events.py")]
+        if isinstance(exc, SyntaxError):
+            frames = []  # only the driver's parse call
         for f in frames:
             if f.filename.startswith("<cell-"):
                 cell = f.filename[len("<cell-"):-1]
@@ -379,6 +557,9 @@ def main():
     sys.stderr.other = sys.stdout
     threading.Thread(target=_flush_periodically, daemon=True).start()
     builtins.display = display
+    builtins.__e2b_run_shell__ = run_shell
+    builtins.__e2b_run_magic__ = run_magic
+    install_ipython_display_shim()
     import warnings
 
     warnings.filterwarnings("ignore", message=".*non-interactive.*")

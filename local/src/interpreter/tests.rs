@@ -213,6 +213,24 @@ async fn displays_become_html_and_png_results() {
 }
 
 #[tokio::test]
+async fn notebook_idioms_work_without_ipython() {
+    let (app, interp) = app();
+    let code = "from IPython.display import display, HTML\ndisplay(HTML('<p>x</p>'))";
+    let lines = execute(&app, json!({"code": code})).await;
+    assert_eq!(
+        of_type(&lines, "result")[0]["html"],
+        "<p>x</p>",
+        "{lines:?}"
+    );
+    let lines = execute(&app, json!({"code": "!echo from shell\n%cd /\n%pwd"})).await;
+    assert_eq!(stdout(&lines), "from shell\n/\n", "{lines:?}");
+    assert_eq!(main_text(&lines).as_deref(), Some("/"));
+    let lines = execute(&app, json!({"code": "%nosuchmagic"})).await;
+    assert_eq!(of_type(&lines, "error")[0]["name"], "UsageError");
+    interp.shutdown().await;
+}
+
+#[tokio::test]
 async fn javascript_and_bash_kernels_keep_state() {
     let (app, interp) = app();
     let js = execute(
