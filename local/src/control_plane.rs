@@ -230,6 +230,8 @@ async fn list(State(api): State<Api>, RawQuery(query): RawQuery) -> Response {
         serde_urlencoded::from_str(query.as_deref().unwrap_or("")).unwrap_or_default();
     let mut metadata: BTreeMap<String, String> = BTreeMap::new();
     let mut states: Vec<String> = Vec::new();
+    let mut template: Option<&str> = None;
+    let mut started_after: Option<std::time::SystemTime> = None;
     for (key, value) in &pairs {
         match key.as_str() {
             "metadata" => {
@@ -244,6 +246,16 @@ async fn list(State(api): State<Api>, RawQuery(query): RawQuery) -> Response {
                     .map(|s| s.trim().to_ascii_lowercase())
                     .filter(|s| !s.is_empty()),
             ),
+            "template" => template = Some(value),
+            "startedAfter" => match parse_iso8601(value) {
+                Some(t) => started_after = Some(t),
+                None => {
+                    return api_error(
+                        StatusCode::BAD_REQUEST,
+                        format!("invalid startedAfter '{value}': expected an ISO 8601 time"),
+                    )
+                }
+            },
             _ => {}
         }
     }
@@ -263,7 +275,53 @@ async fn list(State(api): State<Api>, RawQuery(query): RawQuery) -> Response {
             };
             states.is_empty() || states.iter().any(|x| x == state)
         })
+        .filter(|s| template.is_none_or(|t| s.request.template_id == t))
+        .filter(|s| started_after.is_none_or(|t| s.started_at >= t))
         .map(|s| s.detail(false))
         .collect();
     Json(listed).into_response()
+}
+
+/// ISO 8601 as Python's `isoformat()` writes it: `Z` or a `±HH:MM` offset.
+fn parse_iso8601(text: &str) -> Option<std::time::SystemTime> {
+    use std::time::Duration;
+    let text = text.trim();
+    if let Some(naive) = text.strip_suffix('Z') {
+        return humantime::parse_rfc3339_weak(naive).ok();
+    }
+    let split = text.len().checked_sub(6)?;
+    let (naive, offset) = text.split_at(split);
+    let sign = match offset.as_bytes().first() {
+        Some(b'+') => 1i64,
+        Some(b'-') => -1i64,
+        _ => return humantime::parse_rfc3339_weak(text).ok(),
+    };
+    let (h, m) = offset[1..].split_once(':')?;
+    let secs = sign * (h.parse::<i64>().ok()? * 3600 + m.parse::<i64>().ok()? * 60);
+    let local = humantime::parse_rfc3339_weak(naive).ok()?;
+    // local = utc + offset, so utc = local - offset.
+    if secs >= 0 {
+        local.checked_sub(Duration::from_secs(secs as u64))
+    } else {
+        local.checked_add(Duration::from_secs(secs.unsigned_abs()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_iso8601;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn iso8601_with_offsets() {
+        let utc = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(parse_iso8601("2023-11-14T22:13:20Z"), Some(utc));
+        assert_eq!(parse_iso8601("2023-11-14T22:13:20+00:00"), Some(utc));
+        assert_eq!(parse_iso8601("2023-11-15T00:13:20+02:00"), Some(utc));
+        assert_eq!(
+            parse_iso8601("2023-11-14T21:13:20.5-01:00"),
+            Some(utc + Duration::from_millis(500))
+        );
+        assert_eq!(parse_iso8601("yesterday"), None);
+    }
 }

@@ -141,7 +141,28 @@ async fn sandbox_plane(registry: &Arc<Registry>, t: Target, req: Request) -> Res
             }
             oneshot(interpreter::router(sandbox.interpreter()), req).await
         }
-        _ => proxy_error(&t.sandbox_id, "The sandbox is running but port is not open"),
+        port => forward_to_port(&t.sandbox_id, port, req).await,
+    }
+}
+
+/// Any other port: the sandbox shares the host's network, so a server a
+/// sandboxed command started listens on 127.0.0.1; pass the request on.
+async fn forward_to_port(sandbox_id: &str, port: u16, mut req: Request) -> Response {
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+    let path = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    let Ok(uri) = format!("http://127.0.0.1:{port}{path}").parse::<http::Uri>() else {
+        return api_error(StatusCode::BAD_REQUEST, "invalid request path");
+    };
+    *req.uri_mut() = uri;
+    let client: Client<_, axum::body::Body> = Client::builder(TokioExecutor::new()).build_http();
+    match client.request(req).await {
+        Ok(resp) => resp.map(axum::body::Body::new),
+        Err(_) => proxy_error(sandbox_id, "The sandbox is running but port is not open"),
     }
 }
 

@@ -72,6 +72,21 @@ async fn create_get_list_timeout_kill() {
         .await
         .unwrap();
     assert!(paused.is_empty());
+    for (q, n) in [
+        ("template=base&startedAfter=2000-01-01T00:00:00%2B02:00", 2),
+        ("template=other", 0),
+        ("startedAfter=2999-01-01T00:00:00Z", 0),
+    ] {
+        let list: Vec<Value> = h
+            .api(Method::GET, &format!("/v2/sandboxes?{q}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(list.len(), n, "{q}");
+    }
 
     let resp = h
         .api(Method::POST, &format!("/sandboxes/{id}/timeout"))

@@ -364,3 +364,81 @@ async fn sandbox_plane_routing_and_auth() {
     );
     h.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn other_ports_reach_servers_started_in_the_sandbox() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    run(&h, &sbx, "echo served > /home/user/index.txt").await;
+    let body = json!({"process": {"cmd": "python3", "args": ["-m", "http.server", port.to_string(), "--bind", "127.0.0.1"]}});
+    let mut resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
+        .header("content-type", "application/connect+json")
+        .body(e2b_wire::connect::encode_envelope(
+            0,
+            body.to_string().as_bytes(),
+        ))
+        .send()
+        .await
+        .unwrap();
+    resp.chunk().await.unwrap();
+    let mut got = None;
+    for _ in 0..50 {
+        let r = h
+            .http
+            .get(h.url("/index.txt"))
+            .header("Host", format!("{port}-{}.localhost", sbx.id))
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 200 {
+            got = Some(r.text().await.unwrap());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(got.as_deref(), Some("served\n"));
+    drop(resp);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let r = h
+        .http
+        .get(h.url("/"))
+        .header("E2b-Sandbox-Id", &sbx.id)
+        .header("E2b-Sandbox-Port", closed.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 502);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["message"], "The sandbox is running but port is not open");
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn unisolated_mode_runs_in_the_sandbox_home() {
+    let h = crate::common::start_with(e2b_local::Options {
+        isolation: e2b_local::Isolation::None,
+        ..Default::default()
+    })
+    .await;
+    let sbx = h.create_default().await;
+    let (events, end) = run(&h, &sbx, "echo hi > a.txt; cat a.txt; echo $USER").await;
+    assert_eq!(stdout_of(&events), "hi\nuser\n");
+    assert_eq!(end, json!({}));
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/files?path=a.txt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.text().await.unwrap(), "hi\n");
+    h.server.shutdown().await;
+}
