@@ -14,6 +14,9 @@ const { Worker } = require('worker_threads');
 const { Writable } = require('stream');
 
 const MAGIC = '\x1eE2B\x1f';
+// Node's own top-level-await rewriter (needs --expose-internals).
+let processTopLevelAwait = null;
+try { ({ processTopLevelAwait } = require('internal/repl/await')); } catch (_) { /* no top-level await */ }
 const CHUNK = 16384;
 
 function writeAll(fd, text) {
@@ -97,13 +100,27 @@ async function execute(req) {
   const saved = {};
   for (const k of Object.keys(envVars)) { saved[k] = process.env[k]; process.env[k] = String(envVars[k]); }
   try {
-    const script = new vm.Script(req.code || '', { filename: `<cell-${req.count}>` });
+    const filename = `<cell-${req.count}>`;
+    let script;
+    let wrapped = false;
+    try {
+      script = new vm.Script(req.code || '', { filename });
+    } catch (err) {
+      // Top-level await: rewrite the cell the way Node's REPL does
+      // (declarations hoisted so they persist, last value returned).
+      const rewritten = err && err.name === 'SyntaxError' && processTopLevelAwait
+        ? processTopLevelAwait(req.code || '') : null;
+      if (!rewritten) throw err;
+      script = new vm.Script(rewritten, { filename });
+      wrapped = true;
+    }
     let value = script.runInContext(context, { breakOnSigint: true, displayErrors: false });
     if (value && typeof value.then === 'function') {
       value = await Promise.race([
         value,
         new Promise((_, reject) => { interruptAwait = () => reject(Object.assign(new Error('Script execution interrupted.'), { name: 'Error' })); }),
       ]);
+      if (wrapped) value = value && value.value;
     }
     if (value !== undefined) send({ type: 'result', main: true, data: bundle(value) });
   } catch (err) {

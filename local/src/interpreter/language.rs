@@ -56,7 +56,14 @@ impl Language {
             ),
             Language::JavaScript => (
                 "node",
-                vec!["-e".into(), JAVASCRIPT_DRIVER.into(), cwd.into()],
+                // --expose-internals gives the driver Node's REPL rewriter
+                // for top-level await.
+                vec![
+                    "--expose-internals".into(),
+                    "-e".into(),
+                    JAVASCRIPT_DRIVER.into(),
+                    cwd.into(),
+                ],
             ),
             Language::Bash => (
                 "bash",

@@ -242,6 +242,11 @@ async fn javascript_and_bash_kernels_keep_state() {
     assert_eq!(main_text(&js).as_deref(), Some("42"));
     let js = execute(&app, json!({"code": "n * 2", "language": "javascript"})).await;
     assert_eq!(main_text(&js).as_deref(), Some("80"));
+    let code = "const later = await new Promise((r) => setTimeout(() => r(20), 50)); later + 1";
+    let js = execute(&app, json!({"code": code, "language": "javascript"})).await;
+    assert_eq!(main_text(&js).as_deref(), Some("21"), "{js:?}");
+    let js = execute(&app, json!({"code": "later * 2", "language": "javascript"})).await;
+    assert_eq!(main_text(&js).as_deref(), Some("40"));
     let js_error = execute(&app, json!({"code": "null.x", "language": "javascript"})).await;
     assert_eq!(of_type(&js_error, "error")[0]["name"], "TypeError");
 
