@@ -25,6 +25,9 @@ use language::Language;
 
 pub use routes::router;
 
+/// Most contexts (each one a kernel process) a sandbox may have.
+pub const MAX_CONTEXTS: usize = 32;
+
 /// Working directory of contexts created without one.
 pub const DEFAULT_CWD: &str = "/home/user";
 
@@ -153,8 +156,16 @@ impl Interpreter {
         cwd: &str,
         is_default: bool,
     ) -> Result<Arc<ContextKernel>, ContextError> {
-        if self.registry().closed {
-            return Err(ContextError::Failed("The sandbox is shutting down".into()));
+        {
+            let registry = self.registry();
+            if registry.closed {
+                return Err(ContextError::Failed("The sandbox is shutting down".into()));
+            }
+            if registry.contexts.len() >= MAX_CONTEXTS {
+                return Err(ContextError::Failed(format!(
+                    "Too many contexts: a sandbox has at most {MAX_CONTEXTS}; delete one first"
+                )));
+            }
         }
         let context = ContextKernel::new(
             new_context_id(),
