@@ -2,24 +2,18 @@
 //!
 //! The Python interpreter comes from `E2B_TOOLS_PYTHON` (a venv with
 //! e2b==2.63.0 and e2b-code-interpreter==2.11.5). Missing it is a failure,
-//! not a skip: this test is what proves compatibility.
+//! not a skip: this test is what proves compatibility. `E2B_TOOLS_PYTHON_V1`
+//! (a venv with e2b==2.32.0, the v1 endpoints) runs the same scenario
+//! without the code-interpreter steps, when set.
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::start;
+use crate::common::{start, Harness};
 
-#[tokio::test]
-async fn python_sdk_scenario() {
-    let python = std::env::var("E2B_TOOLS_PYTHON").unwrap_or_else(|_| {
-        panic!(
-            "E2B_TOOLS_PYTHON is not set: point it at a Python with e2b==2.63.0 and \
-             e2b-code-interpreter==2.11.5 installed (e.g. a venv's bin/python)"
-        )
-    });
-    let h = start().await;
+async fn run_scenario(h: &Harness, python: &str) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/scenario.py");
-    let child = tokio::process::Command::new(&python)
+    let child = tokio::process::Command::new(python)
         .arg(script)
         .env("E2B_API_URL", h.server.url())
         .env("E2B_SANDBOX_URL", h.server.url())
@@ -39,10 +33,41 @@ async fn python_sdk_scenario() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "scenario failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        "scenario failed with {python} ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
         out.status
     );
     assert!(stdout.contains("conformance scenario passed"), "{stdout}");
     assert_eq!(h.server.stats().live_sandboxes, 0);
+}
+
+#[tokio::test]
+async fn python_sdk_scenario() {
+    let python = std::env::var("E2B_TOOLS_PYTHON").unwrap_or_else(|_| {
+        panic!(
+            "E2B_TOOLS_PYTHON is not set: point it at a Python with e2b==2.63.0 and \
+             e2b-code-interpreter==2.11.5 installed (e.g. a venv's bin/python)"
+        )
+    });
+    let h = start().await;
+    run_scenario(&h, &python).await;
+    let stats = h.server.stats();
+    assert_eq!(stats.count("POST /v2/sandboxes"), 2, "{stats:?}");
+    assert!(stats.count("POST /execute") >= 3, "{stats:?}");
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn python_sdk_v1_scenario() {
+    let Ok(python) = std::env::var("E2B_TOOLS_PYTHON_V1") else {
+        eprintln!(
+            "E2B_TOOLS_PYTHON_V1 is not set: skipping the e2b==2.32.0 (v1 endpoints) scenario"
+        );
+        return;
+    };
+    let h = start().await;
+    run_scenario(&h, &python).await;
+    let stats = h.server.stats();
+    assert_eq!(stats.count("POST /sandboxes"), 2, "{stats:?}");
+    assert_eq!(stats.count("POST /v2/sandboxes"), 0, "{stats:?}");
     h.server.shutdown().await;
 }
