@@ -99,6 +99,10 @@ pub(crate) async fn run(
             }
         }
     };
+    if state.process.is_none() {
+        // A fresh kernel (first use, or the last one died) counts from 1.
+        state.execution_count = 0;
+    }
     if let Err(e) = context.ensure_started(&mut state).await {
         sink.finish_with_error("KernelStartError", &e).await;
         return;

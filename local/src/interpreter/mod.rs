@@ -1,11 +1,26 @@
 //! The code interpreter of one sandbox (port 49999: `/execute`,
-//! `/contexts`, `/health`), compatible with E2B's code-interpreter server.
+//! `/contexts`, `/health`), compatible with E2B's code-interpreter server
+//! as the official SDKs use it.
 //!
-//! Each context is one persistent kernel process started through the
-//! sandbox's [`KernelSpawner`]: a Python driver (`python_kernel.py`), a Node
-//! driver (`javascript_kernel.js`) or a plain `bash`. The drivers talk a
-//! small line protocol over the kernel's stdio (see `pipe_parser`);
-//! `execution` turns it into the NDJSON lines the SDKs read.
+//! How it works:
+//! 1. Each context is one persistent kernel process started through the
+//!    sandbox's [`KernelSpawner`] (so it runs isolated, in the sandbox's
+//!    filesystem): a Python driver (`python_kernel.py`, run with
+//!    `python3 -u -c`), a Node driver (`javascript_kernel.js`, `node -e`) or
+//!    a bash driver (`bash_kernel.sh`, `bash -c`). Default contexts (one per
+//!    language) are created on first use; `POST /contexts` makes more.
+//! 2. The server writes requests to the kernel's stdin, one line each (JSON
+//!    for Python/Node, a self-contained shell line for bash). Drivers read
+//!    stdin on their own thread/process, so an interrupt line arrives while
+//!    code runs and becomes SIGINT for the running code only.
+//! 3. Drivers answer on stdout with lines starting with a magic prefix
+//!    (`pipe_parser`): output chunks, results (MIME bundles), an error, and
+//!    `done`; plus a `mark` on stderr. Everything else on the kernel's
+//!    stdout/stderr (child processes) is passed on as raw output.
+//! 4. `execution` turns that into the NDJSON lines of `/execute`
+//!    (`ndjson`), adds keepalives after 5 s of silence, and interrupts the
+//!    kernel when the client goes away; a kernel that does not stop within
+//!    3 s is killed and restarted (without its state) on the next use.
 
 mod context;
 mod execution;

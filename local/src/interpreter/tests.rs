@@ -225,6 +225,16 @@ async fn notebook_idioms_work_without_ipython() {
     let lines = execute(&app, json!({"code": "!echo from shell\n%cd /\n%pwd"})).await;
     assert_eq!(stdout(&lines), "from shell\n/\n", "{lines:?}");
     assert_eq!(main_text(&lines).as_deref(), Some("/"));
+    // A kernel that exits is replaced (without its state) on the next execution.
+    let lines = execute(&app, json!({"code": "import os\nos._exit(3)"})).await;
+    assert_eq!(of_type(&lines, "error")[0]["name"], "DeadKernelError");
+    let lines = execute(
+        &app,
+        json!({"code": "'fresh' if 'os' not in globals() else 'old'"}),
+    )
+    .await;
+    assert_eq!(main_text(&lines).as_deref(), Some("fresh"));
+    assert_eq!(lines[0]["execution_count"], 1);
     let lines = execute(&app, json!({"code": "%nosuchmagic"})).await;
     assert_eq!(of_type(&lines, "error")[0]["name"], "UsageError");
     interp.shutdown().await;
