@@ -290,7 +290,7 @@ fn parse_iso8601(text: &str) -> Option<std::time::SystemTime> {
         return humantime::parse_rfc3339_weak(naive).ok();
     }
     let split = text.len().checked_sub(6)?;
-    let (naive, offset) = text.split_at(split);
+    let (naive, offset) = (text.get(..split)?, text.get(split..)?);
     let sign = match offset.as_bytes().first() {
         Some(b'+') => 1i64,
         Some(b'-') => -1i64,
@@ -323,5 +323,6 @@ mod tests {
             Some(utc + Duration::from_millis(500))
         );
         assert_eq!(parse_iso8601("yesterday"), None);
+        assert_eq!(parse_iso8601("2023-11-14T22:13:2ééé"), None);
     }
 }

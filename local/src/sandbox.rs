@@ -117,6 +117,7 @@ impl Sandbox {
     pub fn resume(&self, secs: u64) -> bool {
         match self.life.lock() {
             Ok(mut l) if l.state == State::Paused => {
+                self.processes.reopen();
                 l.state = State::Running;
                 l.deadline = Instant::now() + scaled(secs, self.time_scale);
                 l.end_at = SystemTime::now() + Duration::from_secs(secs);

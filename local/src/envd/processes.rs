@@ -163,6 +163,9 @@ struct Tables {
     running: HashMap<u32, Arc<ManagedProcess>>,
     exited: HashMap<u32, (Instant, Arc<ManagedProcess>)>,
     supervisors: Vec<tokio::task::JoinHandle<()>>,
+    /// Set while the sandbox is paused or dead: a process that slips in
+    /// (spawned just before) is killed at once.
+    closed: bool,
 }
 
 impl ProcessTable {
@@ -190,8 +193,15 @@ impl ProcessTable {
         let first = proc.attach();
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
-        if let Ok(mut t) = self.inner.lock() {
-            t.running.insert(pid, Arc::clone(&proc));
+        let closed = match self.inner.lock() {
+            Ok(mut t) => {
+                t.running.insert(pid, Arc::clone(&proc));
+                t.closed
+            }
+            Err(_) => true,
+        };
+        if closed {
+            proc.signal(libc::SIGKILL);
         }
         let table = Arc::clone(self);
         let p = Arc::clone(&proc);
@@ -277,7 +287,15 @@ impl ProcessTable {
         v
     }
 
-    /// Kills every process and waits (briefly) until they are reaped.
+    /// Accepts processes again (after a resume).
+    pub fn reopen(&self) {
+        if let Ok(mut t) = self.inner.lock() {
+            t.closed = false;
+        }
+    }
+
+    /// Kills every process, refuses new ones until [`Self::reopen`], and
+    /// waits (briefly) until they are reaped.
     pub async fn kill_all(&self) {
         let (procs, supervisors) = match self.inner.lock() {
             Ok(mut t) => (
@@ -286,6 +304,9 @@ impl ProcessTable {
             ),
             Err(_) => return,
         };
+        if let Ok(mut t) = self.inner.lock() {
+            t.closed = true;
+        }
         for p in &procs {
             p.signal(libc::SIGKILL);
         }
@@ -302,7 +323,8 @@ impl ProcessTable {
 
     /// Kills every process without waiting (for `Drop`).
     pub fn kill_all_now(&self) {
-        if let Ok(t) = self.inner.lock() {
+        if let Ok(mut t) = self.inner.lock() {
+            t.closed = true;
             for p in t.running.values() {
                 p.signal(libc::SIGKILL);
             }

@@ -18,6 +18,8 @@ use tokio::sync::mpsc;
 
 /// Largest RPC request body accepted.
 pub const RPC_BODY_LIMIT: usize = 1 << 20;
+/// A client that never finishes its request body is given up on.
+const BODY_READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// envd's keepalive interval when the client sends none.
 const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(90);
 
@@ -72,20 +74,28 @@ fn content_type(headers: &HeaderMap) -> String {
 }
 
 async fn read_body(body: Body) -> Result<Bytes, ConnectError> {
-    axum::body::to_bytes(body, RPC_BODY_LIMIT)
-        .await
-        .map_err(|e| {
-            let too_large = std::error::Error::source(&e)
-                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-            if too_large {
-                ConnectError::new(
-                    Code::ResourceExhausted,
-                    format!("request body larger than {RPC_BODY_LIMIT} bytes"),
-                )
-            } else {
-                ConnectError::new(Code::Canceled, format!("reading the request body: {e}"))
-            }
-        })
+    let read = tokio::time::timeout(
+        BODY_READ_TIMEOUT,
+        axum::body::to_bytes(body, RPC_BODY_LIMIT),
+    );
+    let Ok(result) = read.await else {
+        return Err(ConnectError::new(
+            Code::DeadlineExceeded,
+            "timed out reading the request body",
+        ));
+    };
+    result.map_err(|e| {
+        let too_large = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            ConnectError::new(
+                Code::ResourceExhausted,
+                format!("request body larger than {RPC_BODY_LIMIT} bytes"),
+            )
+        } else {
+            ConnectError::new(Code::Canceled, format!("reading the request body: {e}"))
+        }
+    })
 }
 
 fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, ConnectError> {
