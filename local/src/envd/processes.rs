@@ -52,6 +52,8 @@ pub struct ManagedProcess {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     attached: Mutex<Attached>,
     signals: mpsc::UnboundedSender<i32>,
+    /// Unisolated processes lead their own group, which gets the signals.
+    isolated: bool,
 }
 
 #[derive(Default)]
@@ -189,6 +191,7 @@ impl ProcessTable {
             stdin: tokio::sync::Mutex::new(child.stdin.take()),
             attached: Mutex::new(Attached::default()),
             signals: sig_tx,
+            isolated,
         });
         let first = proc.attach();
         let stdout = child.stdout.take();
@@ -327,6 +330,13 @@ impl ProcessTable {
             t.closed = true;
             for p in t.running.values() {
                 p.signal(libc::SIGKILL);
+                // The runtime may be going away with the supervisors: kill
+                // directly too (the child is not reaped while unfinished).
+                if !p.finished() {
+                    if let Ok(pid) = i32::try_from(p.pid) {
+                        kill(if p.isolated { pid } else { -pid }, libc::SIGKILL);
+                    }
+                }
             }
         }
     }

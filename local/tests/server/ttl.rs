@@ -157,3 +157,18 @@ async fn auto_pause_at_timeout_and_auto_resume_on_traffic() {
     assert_eq!(v["state"], "running");
     h.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn dropping_the_server_kills_every_process() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    start_background(&h, &sbx, "603").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(sleeping("603"));
+    drop(h);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !sleeping("603"),
+        "a sandboxed process outlived the dropped server"
+    );
+}
