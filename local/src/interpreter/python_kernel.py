@@ -16,6 +16,7 @@ import inspect
 import json
 import linecache
 import os
+import pprint
 import queue
 import signal
 import sys
@@ -169,6 +170,30 @@ def _encode(mime, value):
     return value if isinstance(value, str) else str(value)
 
 
+class _JupyterPrinter(pprint.PrettyPrinter):
+    """pprint without splitting strings: close to IPython's pretty printer."""
+
+    _dispatch = dict(getattr(pprint.PrettyPrinter, "_dispatch", {}))
+
+    def _pprint_whole(self, obj, stream, indent, allowance, context, level):
+        stream.write(repr(obj))
+
+    _dispatch[str.__repr__] = _pprint_whole
+    _dispatch[bytes.__repr__] = _pprint_whole
+    _dispatch[bytearray.__repr__] = _pprint_whole
+
+
+def text_plain(obj):
+    """Jupyter's text/plain: repr, with long built-in containers one item a line."""
+    text = repr(obj)
+    if len(text) > 79 and type(obj) in (list, tuple, dict, set, frozenset):
+        try:
+            return _JupyterPrinter(width=79, sort_dicts=False).pformat(obj)
+        except Exception:
+            pass
+    return text
+
+
 def mime_bundle(obj):
     """The MIME bundle Jupyter would show for obj (text/plain always present)."""
     bundle = {}
@@ -197,7 +222,7 @@ def mime_bundle(obj):
             bundle[mime] = value
     if "text/plain" not in bundle:
         try:
-            bundle["text/plain"] = repr(obj)
+            bundle["text/plain"] = text_plain(obj)
         except Exception as e:
             bundle["text/plain"] = "<repr failed: %s>" % type(e).__name__
     return bundle

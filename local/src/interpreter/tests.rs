@@ -120,6 +120,12 @@ async fn python_state_persists_and_last_expression_is_the_main_result() {
 
     let strings = execute(&app, json!({"code": "'abc'"})).await;
     assert_eq!(main_text(&strings).as_deref(), Some("abc"));
+    let long = execute(&app, json!({"code": "list(range(30))"})).await;
+    let long = main_text(&long).expect("text");
+    assert!(
+        long.starts_with("[0,\n 1,\n 2,") && long.ends_with("29]"),
+        "{long}"
+    );
     let none = execute(&app, json!({"code": "None"})).await;
     assert!(of_type(&none, "result").is_empty());
     let global = execute(
