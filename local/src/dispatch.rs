@@ -127,8 +127,16 @@ async fn sandbox_plane(registry: &Arc<Registry>, t: Target, req: Request) -> Res
     }
     match t.port {
         ENVD_PORT => {
-            let public = req.method() == Method::GET && req.uri().path() == "/health";
-            if !public && !token_ok(&sandbox, &req, true) {
+            let path = req.uri().path();
+            let public = req.method() == Method::GET && path == "/health";
+            let signed = path == "/files"
+                && req.headers().get(HEADER_ACCESS_TOKEN).is_none()
+                && envd::signature::signed_request_ok(
+                    req.method(),
+                    req.uri().query(),
+                    &sandbox.access_token,
+                );
+            if !public && !signed && !token_ok(&sandbox, &req, true) {
                 return envd_unauthorized();
             }
             oneshot(envd::router(Arc::clone(&sandbox)), req).await

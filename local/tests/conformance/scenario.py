@@ -5,8 +5,11 @@ Run with E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY pointing at the server
 check; prints one line per passed step.
 """
 
+import os
 import sys
 import time
+import urllib.parse
+import urllib.request
 import uuid
 
 from e2b import (
@@ -140,6 +143,17 @@ assert sbx.commands.run("cat /home/user/rel.txt").stdout == "relative"
 assert sbx.files.read("/home/user/rel.txt") == "relative"
 assert sbx.commands.run("pwd", cwd="dir").stdout == "/home/user/dir\n"
 step("relative paths resolve against /home/user")
+
+# Signed file URLs point at https://49983-{id}.{domain}; send their query to
+# the server with the routing headers and no token.
+for url in (sbx.download_url("/home/user/rel.txt"), sbx.download_url("rel.txt", use_signature_expiration=60)):
+    query = urllib.parse.urlsplit(url).query
+    req = urllib.request.Request(
+        os.environ["E2B_SANDBOX_URL"] + "/files?" + query,
+        headers={"E2b-Sandbox-Id": sbx.sandbox_id, "E2b-Sandbox-Port": "49983"},
+    )
+    assert urllib.request.urlopen(req).read() == b"relative"
+step("signed download URLs work without the access token")
 
 # Code interpreter
 if HAS_INTERPRETER:
