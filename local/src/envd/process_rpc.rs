@@ -84,7 +84,10 @@ pub async fn start(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Respo
         &cwd,
         &envs,
     );
-    let keep_stdin = req.stdin.unwrap_or(false);
+    // No real terminal: a PTY request gets its output as `pty` data and its
+    // input through stdin.
+    let pty = req.pty.is_some();
+    let keep_stdin = req.stdin.unwrap_or(false) || pty;
     cmd.stdin(if keep_stdin {
         Stdio::piped()
     } else {
@@ -108,6 +111,7 @@ pub async fn start(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Respo
         req.tag,
         deadline,
         sandbox.launcher.is_isolated(),
+        pty,
     );
     let (writer, resp) = rpc::stream_response();
     let keepalive = rpc::keepalive_header(&headers);

@@ -181,6 +181,7 @@ impl ProcessTable {
         tag: Option<String>,
         deadline: Option<Instant>,
         isolated: bool,
+        pty: bool,
     ) -> (Arc<ManagedProcess>, mpsc::Receiver<StreamItem>) {
         let pid = child.id().unwrap_or(0);
         let (sig_tx, mut sig_rx) = mpsc::unbounded_channel::<i32>();
@@ -209,8 +210,13 @@ impl ProcessTable {
         let table = Arc::clone(self);
         let p = Arc::clone(&proc);
         let supervisor = tokio::spawn(async move {
-            let out_task = stdout.map(|s| tokio::spawn(pump(s, Arc::clone(&p), false)));
-            let err_task = stderr.map(|s| tokio::spawn(pump(s, Arc::clone(&p), true)));
+            let (out, err) = if pty {
+                (Output::Pty, Output::Pty)
+            } else {
+                (Output::Stdout, Output::Stderr)
+            };
+            let out_task = stdout.map(|s| tokio::spawn(pump(s, Arc::clone(&p), out)));
+            let err_task = stderr.map(|s| tokio::spawn(pump(s, Arc::clone(&p), err)));
             let deadline_sleep = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d.into()).await,
@@ -361,24 +367,28 @@ fn kill(target: i32, sig: i32) {
     }
 }
 
-async fn pump(mut pipe: impl AsyncRead + Unpin, proc: Arc<ManagedProcess>, stderr: bool) {
+/// Which `DataEvent` field a pipe's output goes to.
+#[derive(Debug, Clone, Copy)]
+enum Output {
+    Stdout,
+    Stderr,
+    /// Both pipes of a process started with a PTY request.
+    Pty,
+}
+
+async fn pump(mut pipe: impl AsyncRead + Unpin, proc: Arc<ManagedProcess>, output: Output) {
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         match pipe.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
                 let chunk = buf[..n].to_vec();
-                let data = if stderr {
-                    DataEvent {
-                        stderr: Some(chunk),
-                        ..Default::default()
-                    }
-                } else {
-                    DataEvent {
-                        stdout: Some(chunk),
-                        ..Default::default()
-                    }
-                };
+                let mut data = DataEvent::default();
+                match output {
+                    Output::Stdout => data.stdout = Some(chunk),
+                    Output::Stderr => data.stderr = Some(chunk),
+                    Output::Pty => data.pty = Some(chunk),
+                }
                 proc.broadcast(StreamItem::Data(data)).await;
             }
         }

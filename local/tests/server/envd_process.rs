@@ -442,3 +442,29 @@ async fn unisolated_mode_runs_in_the_sandbox_home() {
     assert_eq!(resp.text().await.unwrap(), "hi\n");
     h.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn pty_requests_get_pty_data() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let (events, end) = h
+        .stream(
+            &sbx,
+            "/process.Process/Start",
+            json!({"process": {"cmd": "/bin/bash", "args": ["-c", "echo out; echo err >&2"]}, "pty": {"size": {"cols": 80, "rows": 24}}}),
+            &[],
+        )
+        .await;
+    use base64::Engine;
+    let mut pty = Vec::new();
+    for e in &events {
+        assert!(e.pointer("/event/data/stdout").is_none());
+        if let Some(s) = e.pointer("/event/data/pty").and_then(Value::as_str) {
+            pty.extend(base64::engine::general_purpose::STANDARD.decode(s).unwrap());
+        }
+    }
+    let text = String::from_utf8(pty).unwrap();
+    assert!(text.contains("out\n") && text.contains("err\n"), "{text}");
+    assert_eq!(end, json!({}));
+    h.server.shutdown().await;
+}
