@@ -24,6 +24,9 @@ pub struct ExecuteRequest {
 }
 
 /// One NDJSON line of an `/execute` answer, tagged by `type`.
+// Lines are parsed and consumed one at a time; boxing the large `Result`
+// would only add an allocation per line.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum OutputLine {
