@@ -102,7 +102,7 @@ impl Registry {
             request,
             timeout_secs,
             paths,
-            Arc::clone(&self.launcher),
+            &self.launcher,
             self.time_scale,
         ));
         map.insert(id, Arc::clone(&sandbox));
@@ -180,6 +180,7 @@ impl Registry {
     pub fn shutdown_all_now(&self) {
         for s in self.drain() {
             s.processes.kill_all_now();
+            s.runner.stop();
             let _ = std::fs::remove_dir_all(s.paths.root());
         }
     }
@@ -200,6 +201,7 @@ fn spawn_or_run_now(sandbox: Arc<Sandbox>, keep_root: bool) {
         }
         Err(_) => {
             sandbox.processes.kill_all_now();
+            sandbox.runner.stop();
             if !keep_root {
                 let _ = std::fs::remove_dir_all(sandbox.paths.root());
             }

@@ -10,7 +10,7 @@ use e2b_wire::{ENVD_VERSION, HOME_DIR};
 
 use crate::envd::processes::ProcessTable;
 use crate::interpreter::{Interpreter, KernelSpawner};
-use crate::isolation::Launcher;
+use crate::isolation::{Launcher, SandboxRunner};
 use crate::paths::SandboxPaths;
 
 /// Running or paused.
@@ -35,7 +35,7 @@ pub(crate) struct Sandbox {
     pub request: NewSandbox,
     pub started_at: SystemTime,
     pub paths: SandboxPaths,
-    pub launcher: Arc<Launcher>,
+    pub runner: Arc<SandboxRunner>,
     pub processes: Arc<ProcessTable>,
     time_scale: f64,
     life: Mutex<Life>,
@@ -49,7 +49,7 @@ impl Sandbox {
         request: NewSandbox,
         timeout_secs: u64,
         paths: SandboxPaths,
-        launcher: Arc<Launcher>,
+        launcher: &Launcher,
         time_scale: f64,
     ) -> Self {
         let now = SystemTime::now();
@@ -58,8 +58,8 @@ impl Sandbox {
             access_token,
             request,
             started_at: now,
+            runner: Arc::new(SandboxRunner::new(launcher.clone(), paths.clone())),
             paths,
-            launcher,
             processes: Arc::default(),
             time_scale,
             life: Mutex::new(Life {
@@ -148,8 +148,7 @@ impl Sandbox {
         };
         slot.get_or_insert_with(|| {
             Interpreter::new(Arc::new(SandboxSpawner {
-                paths: self.paths.clone(),
-                launcher: Arc::clone(&self.launcher),
+                runner: Arc::clone(&self.runner),
                 envs: self.request.env_vars.clone(),
             }))
         })
@@ -163,6 +162,9 @@ impl Sandbox {
             interp.shutdown().await;
         }
         self.processes.kill_all().await;
+        // Whatever the processes left behind dies with the namespaces.
+        let runner = Arc::clone(&self.runner);
+        let _ = tokio::task::spawn_blocking(move || runner.stop()).await;
     }
 
     /// The create/connect answer.
@@ -227,15 +229,13 @@ fn scaled(secs: u64, time_scale: f64) -> Duration {
 
 /// Starts kernels inside a sandbox for its interpreter.
 struct SandboxSpawner {
-    paths: SandboxPaths,
-    launcher: Arc<Launcher>,
+    runner: Arc<SandboxRunner>,
     envs: BTreeMap<String, String>,
 }
 
 impl KernelSpawner for SandboxSpawner {
     fn command(&self, program: &str, args: &[String]) -> tokio::process::Command {
-        self.launcher
-            .command(&self.paths, program, args, HOME_DIR, &self.envs)
+        self.runner.command(program, args, HOME_DIR, &self.envs)
     }
 
     fn global_envs(&self) -> BTreeMap<String, String> {

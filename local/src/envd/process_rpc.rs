@@ -77,13 +77,9 @@ pub async fn start(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Respo
     }
     let mut envs: BTreeMap<String, String> = sandbox.env_vars().clone();
     envs.extend(req.process.envs.clone());
-    let mut cmd = sandbox.launcher.command(
-        &sandbox.paths,
-        &req.process.cmd,
-        &req.process.args,
-        &cwd,
-        &envs,
-    );
+    let mut cmd = sandbox
+        .runner
+        .command(&req.process.cmd, &req.process.args, &cwd, &envs);
     // No real terminal: a PTY request gets its output as `pty` data and its
     // input through stdin.
     let pty = req.pty.is_some();
@@ -105,14 +101,9 @@ pub async fn start(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Respo
         }
     };
     let deadline = rpc::timeout_header(&headers).map(|d| Instant::now() + d);
-    let (proc, rx) = sandbox.processes.adopt(
-        child,
-        req.process,
-        req.tag,
-        deadline,
-        sandbox.launcher.is_isolated(),
-        pty,
-    );
+    let (proc, rx) = sandbox
+        .processes
+        .adopt(child, req.process, req.tag, deadline, pty);
     let (writer, resp) = rpc::stream_response();
     let keepalive = rpc::keepalive_header(&headers);
     tokio::spawn(pump_events(writer, proc.pid, rx, keepalive, None));

@@ -52,8 +52,6 @@ pub struct ManagedProcess {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     attached: Mutex<Attached>,
     signals: mpsc::UnboundedSender<i32>,
-    /// Unisolated processes lead their own group, which gets the signals.
-    isolated: bool,
 }
 
 #[derive(Default)]
@@ -180,7 +178,6 @@ impl ProcessTable {
         config: ProcessConfig,
         tag: Option<String>,
         deadline: Option<Instant>,
-        isolated: bool,
         pty: bool,
     ) -> (Arc<ManagedProcess>, mpsc::Receiver<StreamItem>) {
         let pid = child.id().unwrap_or(0);
@@ -192,7 +189,6 @@ impl ProcessTable {
             stdin: tokio::sync::Mutex::new(child.stdin.take()),
             attached: Mutex::new(Attached::default()),
             signals: sig_tx,
-            isolated,
         });
         let first = proc.attach();
         let stdout = child.stdout.take();
@@ -228,10 +224,10 @@ impl ProcessTable {
             let status: Option<ExitStatus> = loop {
                 tokio::select! {
                     status = child.wait() => break status.ok(),
-                    Some(sig) = sig_rx.recv() => send_signal(&child, sig, isolated),
+                    Some(sig) = sig_rx.recv() => send_signal(&child, sig),
                     _ = &mut deadline_sleep, if !timed_out => {
                         timed_out = true;
-                        send_signal(&child, libc::SIGKILL, isolated);
+                        send_signal(&child, libc::SIGKILL);
                     }
                 }
             };
@@ -340,7 +336,7 @@ impl ProcessTable {
                 // directly too (the child is not reaped while unfinished).
                 if !p.finished() {
                     if let Ok(pid) = i32::try_from(p.pid) {
-                        kill(if p.isolated { pid } else { -pid }, libc::SIGKILL);
+                        kill(-pid, libc::SIGKILL);
                     }
                 }
             }
@@ -348,15 +344,13 @@ impl ProcessTable {
     }
 }
 
-/// Signals the child (and, unisolated, its process group). Only called
-/// while the child is not yet reaped, so the pid cannot have been reused.
-fn send_signal(child: &Child, sig: i32, isolated: bool) {
+/// Signals the child's process group (every process leads its own, see
+/// [`crate::isolation`]). Only called while the child is not yet reaped, so
+/// the pid cannot have been reused.
+fn send_signal(child: &Child, sig: i32) {
     let Some(pid) = child.id() else { return };
     let Ok(pid) = i32::try_from(pid) else { return };
-    // Isolated: killing the bwrap process tears down its pid namespace.
-    // Unisolated: the child leads its own process group.
-    let target = if isolated { pid } else { -pid };
-    kill(target, sig);
+    kill(-pid, sig);
 }
 
 #[allow(unsafe_code)]
