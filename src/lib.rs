@@ -1,1 +1,30 @@
-//! placeholder
+//! E2B sandbox tools for AI agents, as a `wasm32-wasip2` component.
+//!
+//! The component exports the WIT world `e2b:tools/e2b-tools`
+//! (`wit/*.wit`): six tools with e2b-adk 0.1.2's result contract, their
+//! catalog, and the lifecycle of the one sandbox each instance owns. It
+//! talks to E2B (or any E2B-compatible server) only through `wasi:http`.
+//!
+//! Pure logic (truncation, argument validation, result shaping, request
+//! building, stream parsing, keep-alive policy) compiles natively and is
+//! unit-tested with `cargo test`; only the glue that sends requests and the
+//! wit-bindgen exports are wasm-only.
+#![deny(unsafe_code)]
+
+pub mod api;
+pub mod args;
+pub mod catalog;
+pub mod config;
+pub mod envd;
+pub mod errors;
+#[cfg(target_arch = "wasm32")]
+pub mod http;
+pub mod interpreter;
+pub mod request;
+pub mod results;
+pub mod session;
+pub mod tools;
+pub mod truncate;
+
+#[cfg(target_arch = "wasm32")]
+mod exports;

@@ -1,0 +1,315 @@
+//! The control-plane client, as pure request builders and answer parsers:
+//! create (`POST /v2/sandboxes`), connect/resume
+//! (`POST /v2/sandboxes/{id}/connect`), set-timeout and kill (PROTOCOL.md §2).
+
+use std::collections::BTreeMap;
+
+use e2b_wire::api::{AutoResume, ConnectSandbox, NewSandbox, Sandbox, SetTimeout, VolumeMount};
+
+use crate::config::Settings;
+use crate::errors::{from_api_status, ErrorKind, Failure};
+use crate::request::{path_escape, HttpRequest, Method};
+
+/// The SDK's text when no API key is configured.
+pub const MISSING_API_KEY: &str = "API key is required, please visit the Team tab at https://e2b.dev/dashboard to get your API key. You can either set the environment variable `E2B_API_KEY` or you can pass it directly to the sandbox like Sandbox(api_key=\"e2b_...\")";
+
+/// What the guest keeps of a sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxHandle {
+    /// Its ID.
+    pub id: String,
+    /// Token for `X-Access-Token`.
+    pub access_token: Option<String>,
+    /// Token for preview/interpreter traffic when public traffic is off.
+    pub traffic_token: Option<String>,
+    /// Domain of its URLs, if the API named one.
+    pub domain: Option<String>,
+    /// envd's version (gates octet-stream uploads).
+    pub envd_version: String,
+}
+
+impl SandboxHandle {
+    /// Whether envd accepts `application/octet-stream` uploads (≥ 0.5.7).
+    pub fn supports_octet_stream(&self) -> bool {
+        version_at_least(&self.envd_version, (0, 5, 7))
+    }
+}
+
+/// Compares a dotted version with `min`; unparsable versions count as new.
+fn version_at_least(version: &str, min: (u64, u64, u64)) -> bool {
+    let mut parts = version
+        .trim_start_matches('v')
+        .split(['.', '-', '+'])
+        .map(|p| p.parse::<u64>().ok());
+    let mut next = || parts.next().flatten();
+    match (next(), next(), next()) {
+        (Some(a), b, c) => (a, b.unwrap_or(0), c.unwrap_or(0)) >= min,
+        _ => true,
+    }
+}
+
+fn authed(settings: &Settings, method: Method, path: &str) -> Result<HttpRequest, Failure> {
+    let key = settings
+        .api_key
+        .as_deref()
+        .ok_or_else(|| Failure::new(ErrorKind::Auth, MISSING_API_KEY))?;
+    Ok(HttpRequest::new(method, format!("{}{path}", settings.api_url)).header("x-api-key", key))
+}
+
+/// The create body the settings imply (only set keys, as SDK 2.63).
+pub fn new_sandbox_body(settings: &Settings) -> NewSandbox {
+    let network = settings.network.as_ref().map(|n| {
+        let mut map = serde_json::Map::new();
+        if !n.allow_out.is_empty() {
+            map.insert("allowOut".into(), n.allow_out.clone().into());
+        }
+        if !n.deny_out.is_empty() {
+            map.insert("denyOut".into(), n.deny_out.clone().into());
+        }
+        if let Some(v) = n.allow_public_traffic {
+            map.insert("allowPublicTraffic".into(), v.into());
+        }
+        if let Some(v) = &n.mask_request_host {
+            map.insert("maskRequestHost".into(), v.clone().into());
+        }
+        serde_json::Value::Object(map)
+    });
+    NewSandbox {
+        template_id: settings.template.clone(),
+        timeout: settings.configured_ttl.map(i64::from),
+        metadata: settings.metadata.clone(),
+        env_vars: settings.envs.clone(),
+        allow_internet_access: settings.allow_internet_access,
+        auto_pause: settings.pause_on_timeout,
+        auto_resume: settings.auto_resume.map(|enabled| AutoResume { enabled }),
+        network,
+        volume_mounts: (!settings.volume_mounts.is_empty()).then(|| {
+            settings
+                .volume_mounts
+                .iter()
+                .map(|(name, path)| VolumeMount {
+                    name: name.clone(),
+                    path: path.clone(),
+                })
+                .collect()
+        }),
+        ..Default::default()
+    }
+}
+
+/// `POST /v2/sandboxes`.
+pub fn create_request(settings: &Settings) -> Result<HttpRequest, Failure> {
+    Ok(authed(settings, Method::Post, "/v2/sandboxes")?.json(&new_sandbox_body(settings)))
+}
+
+/// `POST /v2/sandboxes/{id}/connect` with the configured TTL (which E2B
+/// only ever extends for a running sandbox).
+pub fn connect_request(settings: &Settings, id: &str) -> Result<HttpRequest, Failure> {
+    let body = ConnectSandbox {
+        timeout: Some(i64::from(settings.ttl_seconds())),
+        memory: None,
+    };
+    Ok(authed(
+        settings,
+        Method::Post,
+        &format!("/v2/sandboxes/{}/connect", path_escape(id)),
+    )?
+    .json(&body))
+}
+
+/// `POST /sandboxes/{id}/timeout`.
+pub fn set_timeout_request(settings: &Settings, id: &str) -> Result<HttpRequest, Failure> {
+    let body = SetTimeout {
+        timeout: i64::from(settings.ttl_seconds()),
+    };
+    Ok(authed(
+        settings,
+        Method::Post,
+        &format!("/sandboxes/{}/timeout", path_escape(id)),
+    )?
+    .json(&body))
+}
+
+/// `DELETE /sandboxes/{id}`.
+pub fn kill_request(settings: &Settings, id: &str) -> Result<HttpRequest, Failure> {
+    authed(
+        settings,
+        Method::Delete,
+        &format!("/sandboxes/{}", path_escape(id)),
+    )
+}
+
+/// The answer to create or connect.
+pub fn parse_sandbox(
+    status: u16,
+    body: &[u8],
+    attach_id: Option<&str>,
+) -> Result<SandboxHandle, Failure> {
+    if status == 404 {
+        if let Some(id) = attach_id {
+            return Err(Failure::new(
+                ErrorKind::NotFound,
+                format!("Paused sandbox {id} not found"),
+            ));
+        }
+    }
+    if !(200..300).contains(&status) {
+        return Err(from_api_status(status, body));
+    }
+    let sandbox: Sandbox = serde_json::from_slice(body).map_err(|e| {
+        Failure::new(
+            ErrorKind::Internal,
+            format!("{status}: unexpected sandbox description from the API: {e}"),
+        )
+    })?;
+    if sandbox.sandbox_id.is_empty() {
+        return Err(Failure::new(
+            ErrorKind::Internal,
+            format!("{status}: the API returned an empty sandbox ID"),
+        ));
+    }
+    Ok(SandboxHandle {
+        id: sandbox.sandbox_id,
+        access_token: sandbox.envd_access_token,
+        traffic_token: sandbox.traffic_access_token,
+        domain: sandbox.domain.filter(|d| !d.is_empty()),
+        envd_version: sandbox.envd_version,
+    })
+}
+
+/// The answer to set-timeout: a 404 means the sandbox is gone.
+pub fn parse_set_timeout(status: u16, body: &[u8], id: &str) -> Result<(), Failure> {
+    match status {
+        200..=299 => Ok(()),
+        404 => Err(Failure::new(
+            ErrorKind::SandboxExpired,
+            format!("Sandbox {id} not found: it expired or was killed. Shut down and call a tool again to start a new sandbox."),
+        )),
+        _ => Err(from_api_status(status, body)),
+    }
+}
+
+/// The answer to kill: `true` if killed, `false` if E2B no longer knew it.
+pub fn parse_kill(status: u16, body: &[u8]) -> Result<bool, Failure> {
+    match status {
+        200..=299 => Ok(true),
+        404 => Ok(false),
+        _ => Err(from_api_status(status, body)),
+    }
+}
+
+/// Metadata map helper for tests and callers.
+pub fn pairs_to_map(pairs: &[(String, String)]) -> BTreeMap<String, String> {
+    pairs.iter().cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConfigInput, NetworkRules};
+
+    fn settings(input: ConfigInput) -> Settings {
+        Settings::resolve(
+            ConfigInput {
+                api_key: Some("e2b_0123456789".into()),
+                api_url: Some("http://127.0.0.1:3000".into()),
+                ..input
+            },
+            |_| None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn create_body_is_what_the_sdk_sends() {
+        let s = settings(ConfigInput {
+            metadata: vec![("purpose".into(), "x".into())],
+            envs: vec![("A".into(), "1".into())],
+            timeout_seconds: Some(600),
+            ..Default::default()
+        });
+        let req = create_request(&s).unwrap();
+        assert_eq!(req.url, "http://127.0.0.1:3000/v2/sandboxes");
+        assert_eq!(req.header_value("x-api-key"), Some("e2b_0123456789"));
+        assert!(req
+            .header_value("user-agent")
+            .unwrap()
+            .starts_with("e2b-tools-wasm/"));
+        assert_eq!(
+            String::from_utf8(req.body).unwrap(),
+            r#"{"templateID":"code-interpreter-v1","timeout":600,"metadata":{"purpose":"x"},"envVars":{"A":"1"}}"#
+        );
+        let s = settings(ConfigInput {
+            template: Some("my-tpl".into()),
+            pause_on_timeout: Some(true),
+            auto_resume: Some(true),
+            allow_internet_access: Some(false),
+            network: Some(NetworkRules {
+                allow_out: vec!["1.1.1.1".into()],
+                deny_out: vec!["0.0.0.0/0".into()],
+                allow_public_traffic: Some(false),
+                mask_request_host: None,
+            }),
+            volume_mounts: vec![("vol1".into(), "/mnt/data".into())],
+            ..Default::default()
+        });
+        let body: serde_json::Value =
+            serde_json::from_slice(&create_request(&s).unwrap().body).unwrap();
+        assert_eq!(body["autoPause"], true);
+        assert_eq!(body["autoResume"]["enabled"], true);
+        assert_eq!(body["allow_internet_access"], false);
+        assert_eq!(body["network"]["denyOut"][0], "0.0.0.0/0");
+        assert_eq!(body["volumeMounts"][0]["path"], "/mnt/data");
+        assert!(body.get("timeout").is_none());
+    }
+
+    #[test]
+    fn missing_key_fails_before_sending() {
+        let s = Settings::resolve(ConfigInput::default(), |_| None).unwrap();
+        let err = create_request(&s).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Auth);
+        assert!(err.message.starts_with("API key is required"));
+    }
+
+    #[test]
+    fn lifecycle_requests_and_answers() {
+        let s = settings(ConfigInput::default());
+        let req = set_timeout_request(&s, "sbx1").unwrap();
+        assert_eq!(req.url, "http://127.0.0.1:3000/sandboxes/sbx1/timeout");
+        assert_eq!(req.body, br#"{"timeout":300}"#);
+        let req = connect_request(&s, "sbx1").unwrap();
+        assert_eq!(req.url, "http://127.0.0.1:3000/v2/sandboxes/sbx1/connect");
+        assert_eq!(kill_request(&s, "sbx1").unwrap().method, Method::Delete);
+        assert_eq!(parse_kill(204, b""), Ok(true));
+        assert_eq!(parse_kill(404, b""), Ok(false));
+        assert_eq!(parse_kill(500, b"x").unwrap_err().kind, ErrorKind::Internal);
+        assert_eq!(
+            parse_set_timeout(404, b"", "sbx1").unwrap_err().kind,
+            ErrorKind::SandboxExpired
+        );
+        let h = parse_sandbox(
+            201,
+            br#"{"templateID":"t","sandboxID":"abc","clientID":"c","envdVersion":"0.6.13","envdAccessToken":"tok","domain":null}"#,
+            None,
+        )
+        .unwrap();
+        assert_eq!(h.id, "abc");
+        assert!(h.supports_octet_stream());
+        assert_eq!(
+            parse_sandbox(201, b"nope", None).unwrap_err().kind,
+            ErrorKind::Internal
+        );
+        assert_eq!(
+            parse_sandbox(404, b"{}", Some("old")).unwrap_err().message,
+            "Paused sandbox old not found"
+        );
+    }
+
+    #[test]
+    fn envd_versions() {
+        assert!(version_at_least("0.5.7", (0, 5, 7)));
+        assert!(!version_at_least("0.5.6", (0, 5, 7)));
+        assert!(version_at_least("1.0", (0, 5, 7)));
+        assert!(version_at_least("weird", (0, 5, 7)));
+    }
+}

@@ -1,0 +1,377 @@
+//! Tool arguments: parsing `call-tool`'s JSON with e2b-adk's exact rules and
+//! messages, into typed calls shared with the typed WIT functions.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::errors::ToolError;
+
+/// The tools' names, in e2b-adk's order.
+pub const TOOL_NAMES: [&str; 6] = [
+    "run_code",
+    "run_command",
+    "write_file",
+    "read_file",
+    "list_files",
+    "start_background_command",
+];
+
+/// The message e2b-adk gives a bad port.
+pub const INVALID_PORT: &str = "Invalid port: expected an integer between 1 and 65535";
+
+/// `run_code`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunCodeArgs {
+    /// Source code (non-empty).
+    pub code: String,
+    /// Lower-cased language, `python` by default.
+    pub language: String,
+    /// Environment for this execution.
+    pub envs: BTreeMap<String, String>,
+    /// Timeout in ms; `None`: the default (300 s); `Some(0)`: none.
+    pub timeout_ms: Option<u64>,
+}
+
+/// `run_command`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunCommandArgs {
+    /// Shell command (non-empty).
+    pub command: String,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Environment for this command.
+    pub envs: BTreeMap<String, String>,
+    /// Timeout in ms; `None`: the default (60 s); `Some(0)`: none.
+    pub timeout_ms: Option<u64>,
+}
+
+/// `start_background_command`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackgroundArgs {
+    /// Shell command (non-empty).
+    pub command: String,
+    /// Port to probe and preview.
+    pub port: Option<u16>,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Environment.
+    pub envs: BTreeMap<String, String>,
+    /// Lifetime in ms; `None` or `Some(0)`: until the sandbox ends.
+    pub timeout_ms: Option<u64>,
+}
+
+/// One parsed tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolCall {
+    /// `run_code`.
+    RunCode(RunCodeArgs),
+    /// `run_command`.
+    RunCommand(RunCommandArgs),
+    /// `write_file`.
+    WriteFile {
+        /// Destination.
+        path: String,
+        /// Text (may be empty).
+        content: String,
+    },
+    /// `read_file`.
+    ReadFile {
+        /// Source.
+        path: String,
+    },
+    /// `list_files`.
+    ListFiles {
+        /// Directory, `.` by default.
+        path: String,
+    },
+    /// `start_background_command`.
+    StartBackground(BackgroundArgs),
+}
+
+fn missing(key: &str) -> ToolError {
+    ToolError::invalid(format!("Missing or invalid required argument: {key}"))
+}
+
+/// e2b-adk's `_require_str`: a string, non-empty unless `allow_empty`.
+fn require_str(
+    args: &Map<String, Value>,
+    key: &str,
+    allow_empty: bool,
+) -> Result<String, ToolError> {
+    match args.get(key) {
+        Some(Value::String(s)) if allow_empty || !s.is_empty() => Ok(s.clone()),
+        _ => Err(missing(key)),
+    }
+}
+
+/// Python truthiness of a JSON value (for `args.get(k) or default`).
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// Optional environment variables: an object of strings, or null.
+fn envs(args: &Map<String, Value>) -> Result<BTreeMap<String, String>, ToolError> {
+    match args.get("envs") {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                _ => Err(ToolError::invalid(format!(
+                    "Invalid envs: the value of '{k}' must be a string"
+                ))),
+            })
+            .collect(),
+        Some(_) => Err(ToolError::invalid(
+            "Invalid envs: expected an object mapping names to string values",
+        )),
+    }
+}
+
+/// Optional timeout in seconds (integer or not), as milliseconds.
+fn timeout_ms(args: &Map<String, Value>) -> Result<Option<u64>, ToolError> {
+    match args.get("timeout") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(secs) if secs >= 0.0 && secs.is_finite() && secs < 1e12 => {
+                Ok(Some((secs * 1000.0).round() as u64))
+            }
+            _ => Err(ToolError::invalid(
+                "Invalid timeout: expected a non-negative number of seconds",
+            )),
+        },
+        Some(_) => Err(ToolError::invalid(
+            "Invalid timeout: expected a non-negative number of seconds",
+        )),
+    }
+}
+
+/// Optional working directory: a string or null (empty means default).
+fn cwd(args: &Map<String, Value>) -> Result<Option<String>, ToolError> {
+    match args.get("cwd") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(ToolError::invalid("Invalid cwd: expected a string")),
+    }
+}
+
+/// e2b-adk's port rule: null, or an integer (not a bool, not a float) in
+/// 1..=65535.
+fn port(args: &Map<String, Value>) -> Result<Option<u16>, ToolError> {
+    match args.get("port") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok())
+            .filter(|p| *p >= 1)
+            .map(Some)
+            .ok_or_else(|| ToolError::invalid(INVALID_PORT)),
+        Some(_) => Err(ToolError::invalid(INVALID_PORT)),
+    }
+}
+
+/// Lower-cased language, `python` when missing, empty or not a string.
+pub fn normalize_language(language: Option<&str>) -> String {
+    match language {
+        Some(l) if !l.is_empty() => l.to_lowercase(),
+        _ => "python".to_string(),
+    }
+}
+
+/// Parses `call-tool`'s arguments for tool `name`.
+pub fn parse_call(name: &str, arguments_json: &str) -> Result<ToolCall, ToolError> {
+    if !TOOL_NAMES.contains(&name) {
+        return Err(ToolError::invalid(format!(
+            "Unknown tool: {name}. Available tools: {}",
+            TOOL_NAMES.join(", ")
+        )));
+    }
+    let trimmed = arguments_json.trim();
+    let value: Value = if trimmed.is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_str(trimmed).map_err(|e| {
+            ToolError::invalid(format!("Invalid arguments: expected a JSON object ({e})"))
+        })?
+    };
+    let args = match value {
+        Value::Object(map) => map,
+        Value::Null => Map::new(),
+        _ => {
+            return Err(ToolError::invalid(
+                "Invalid arguments: expected a JSON object",
+            ))
+        }
+    };
+    parse_args(name, &args)
+}
+
+fn parse_args(name: &str, args: &Map<String, Value>) -> Result<ToolCall, ToolError> {
+    match name {
+        "run_code" => {
+            let code = require_str(args, "code", false)?;
+            let language = match args.get("language") {
+                Some(Value::String(s)) => normalize_language(Some(s)),
+                _ => normalize_language(None),
+            };
+            Ok(ToolCall::RunCode(RunCodeArgs {
+                code,
+                language,
+                envs: envs(args)?,
+                timeout_ms: timeout_ms(args)?,
+            }))
+        }
+        "run_command" => {
+            let command = require_str(args, "command", false)?;
+            let echo = |e: ToolError| e.with_command(command.clone());
+            Ok(ToolCall::RunCommand(RunCommandArgs {
+                cwd: cwd(args).map_err(echo)?,
+                envs: envs(args).map_err(echo)?,
+                timeout_ms: timeout_ms(args).map_err(echo)?,
+                command,
+            }))
+        }
+        "write_file" => {
+            let path = require_str(args, "path", false)?;
+            let content =
+                require_str(args, "content", true).map_err(|e| e.with_path(path.clone()))?;
+            Ok(ToolCall::WriteFile { path, content })
+        }
+        "read_file" => Ok(ToolCall::ReadFile {
+            path: require_str(args, "path", false)?,
+        }),
+        "list_files" => {
+            let path = match args.get("path") {
+                Some(v) if truthy(v) => match v {
+                    Value::String(s) => s.clone(),
+                    other => {
+                        return Err(ToolError::invalid(
+                            "Failed to list directory: invalid path: expected a string",
+                        )
+                        .with_path(other.to_string()))
+                    }
+                },
+                _ => ".".to_string(),
+            };
+            Ok(ToolCall::ListFiles { path })
+        }
+        _ => {
+            let command = require_str(args, "command", false)?;
+            let echo = |e: ToolError| e.with_command(command.clone());
+            Ok(ToolCall::StartBackground(BackgroundArgs {
+                port: port(args).map_err(echo)?,
+                cwd: cwd(args).map_err(echo)?,
+                envs: envs(args).map_err(echo)?,
+                timeout_ms: timeout_ms(args).map_err(echo)?,
+                command,
+            }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::ErrorKind;
+
+    #[test]
+    fn required_arguments_use_e2b_adk_messages() {
+        let err = parse_call("run_code", "{}").unwrap_err();
+        assert_eq!(err.message, "Missing or invalid required argument: code");
+        assert_eq!(err.kind, ErrorKind::InvalidArgument);
+        let err = parse_call("run_command", r#"{"command": ""}"#).unwrap_err();
+        assert_eq!(err.message, "Missing or invalid required argument: command");
+        let err = parse_call("write_file", r#"{"path": "/a"}"#).unwrap_err();
+        assert_eq!(err.message, "Missing or invalid required argument: content");
+        assert_eq!(err.path.as_deref(), Some("/a"));
+        assert_eq!(
+            parse_call("write_file", r#"{"path": "/a", "content": ""}"#).unwrap(),
+            ToolCall::WriteFile {
+                path: "/a".into(),
+                content: String::new()
+            }
+        );
+        let err = parse_call("read_file", r#"{"path": 5}"#).unwrap_err();
+        assert_eq!(err.message, "Missing or invalid required argument: path");
+        assert!(err.path.is_none());
+    }
+
+    #[test]
+    fn ports_follow_e2b_adk() {
+        for bad in [r#""evil.example/#""#, "8000.0", "true", "0", "-1", "65536"] {
+            let json = format!(r#"{{"command": "x", "port": {bad}}}"#);
+            let err = parse_call("start_background_command", &json).unwrap_err();
+            assert_eq!(err.message, INVALID_PORT, "{bad}");
+            assert_eq!(err.command.as_deref(), Some("x"));
+        }
+        match parse_call(
+            "start_background_command",
+            r#"{"command": "x", "port": 8000}"#,
+        )
+        .unwrap()
+        {
+            ToolCall::StartBackground(a) => assert_eq!(a.port, Some(8000)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_and_normalization() {
+        match parse_call(
+            "run_code",
+            r#"{"code": "1", "language": "Python", "timeout": 2.5}"#,
+        )
+        .unwrap()
+        {
+            ToolCall::RunCode(a) => {
+                assert_eq!(a.language, "python");
+                assert_eq!(a.timeout_ms, Some(2500));
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse_call("run_code", r#"{"code": "1", "language": null}"#).unwrap() {
+            ToolCall::RunCode(a) => assert_eq!(a.language, "python"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse_call("list_files", "{}").unwrap(),
+            ToolCall::ListFiles { path: ".".into() }
+        );
+        assert_eq!(
+            parse_call("list_files", r#"{"path": ""}"#).unwrap(),
+            ToolCall::ListFiles { path: ".".into() }
+        );
+        assert_eq!(
+            parse_call("list_files", "").unwrap(),
+            ToolCall::ListFiles { path: ".".into() }
+        );
+    }
+
+    #[test]
+    fn malformed_input_never_panics() {
+        assert!(parse_call("run_code", "{not json")
+            .unwrap_err()
+            .message
+            .starts_with("Invalid arguments"));
+        assert!(parse_call("run_code", "[1,2]").is_err());
+        assert!(parse_call("nope", "{}")
+            .unwrap_err()
+            .message
+            .starts_with("Unknown tool: nope"));
+        let err = parse_call("run_command", r#"{"command": "x", "envs": {"A": 1}}"#).unwrap_err();
+        assert_eq!(err.command.as_deref(), Some("x"));
+        assert!(parse_call("run_command", r#"{"command": "x", "timeout": -1}"#).is_err());
+        assert!(parse_call("run_command", r#"{"command": "x", "timeout": "5"}"#).is_err());
+        let huge = format!(r#"{{"code": "{}"}}"#, "x".repeat(1 << 20));
+        assert!(parse_call("run_code", &huge).is_ok());
+    }
+}

@@ -1,0 +1,345 @@
+//! The instance's options: `configure()`'s record merged with the `E2B_*`
+//! environment variables the official SDK reads, and the URLs they imply
+//! (PROTOCOL.md §2.1, §3.2).
+
+use std::collections::BTreeMap;
+
+use crate::errors::ToolError;
+use crate::truncate::DEFAULT_MAX_OUTPUT_BYTES;
+
+/// E2B's default domain.
+pub const DEFAULT_DOMAIN: &str = "e2b.app";
+/// Sandbox TTL when none is configured (the SDK's `default_sandbox_timeout`).
+pub const DEFAULT_TTL_SECONDS: u32 = 300;
+/// Timeout of non-execution requests (the SDK's `request_timeout`).
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 60_000;
+/// How long `start_background_command` waits for its port.
+pub const DEFAULT_READINESS_TIMEOUT_MS: u32 = 10_000;
+
+/// Domains whose sandboxes are reached through the shared `sandbox.<domain>`
+/// host with routing headers (Python SDK 2.63's list).
+const OFFICIAL_DOMAINS: &[&str] = &[
+    "e2b.app",
+    "e2b.dev",
+    "e2b.pro",
+    "e2b-staging.dev",
+    "e2b-tango.dev",
+    "e2b-juliett.dev",
+    "foxtrot-2.e2b.dev",
+];
+
+/// Outbound network rules, passed through to E2B.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetworkRules {
+    /// Allowed CIDRs or domains.
+    pub allow_out: Vec<String>,
+    /// Denied CIDRs.
+    pub deny_out: Vec<String>,
+    /// Preview URLs reachable without the traffic token.
+    pub allow_public_traffic: Option<bool>,
+    /// Host header for the sandbox's services.
+    pub mask_request_host: Option<String>,
+}
+
+/// `configure()`'s argument, every field optional (mirrors the WIT record).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigInput {
+    /// API key.
+    pub api_key: Option<String>,
+    /// Template.
+    pub template: Option<String>,
+    /// Metadata.
+    pub metadata: Vec<(String, String)>,
+    /// Sandbox-global environment variables.
+    pub envs: Vec<(String, String)>,
+    /// Sandbox TTL in seconds.
+    pub timeout_seconds: Option<u32>,
+    /// E2B domain.
+    pub domain: Option<String>,
+    /// Control-plane URL.
+    pub api_url: Option<String>,
+    /// One URL for all sandbox traffic.
+    pub sandbox_url: Option<String>,
+    /// Request timeout in ms (0: none).
+    pub request_timeout_ms: Option<u32>,
+    /// Internet access.
+    pub allow_internet_access: Option<bool>,
+    /// Network rules.
+    pub network: Option<NetworkRules>,
+    /// `Some(true)`: pause at the timeout; `Some(false)`: kill.
+    pub pause_on_timeout: Option<bool>,
+    /// Resume automatically when paused.
+    pub auto_resume: Option<bool>,
+    /// Volume mounts `(name, path)`.
+    pub volume_mounts: Vec<(String, String)>,
+    /// Bytes kept per output field.
+    pub max_output_bytes: Option<u32>,
+    /// Rich results from run_code.
+    pub rich_results: Option<bool>,
+    /// Readiness wait in ms.
+    pub readiness_timeout_ms: Option<u32>,
+    /// Attach to this sandbox.
+    pub sandbox_id: Option<String>,
+}
+
+/// The resolved options of the instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// API key, if any (checked when a sandbox is needed).
+    pub api_key: Option<String>,
+    /// Template of new sandboxes.
+    pub template: String,
+    /// Metadata of new sandboxes.
+    pub metadata: BTreeMap<String, String>,
+    /// Environment of new sandboxes.
+    pub envs: BTreeMap<String, String>,
+    /// The TTL as configured (sent at create only when set).
+    pub configured_ttl: Option<u32>,
+    /// E2B domain.
+    pub domain: String,
+    /// Control-plane base URL, without a trailing slash.
+    pub api_url: String,
+    /// Shared sandbox URL, without a trailing slash.
+    pub sandbox_url: Option<String>,
+    /// Timeout of non-execution requests in ms; 0 = none.
+    pub request_timeout_ms: u32,
+    /// Internet access.
+    pub allow_internet_access: Option<bool>,
+    /// Network rules.
+    pub network: Option<NetworkRules>,
+    /// Pause (true) or kill (false) at the timeout; None = E2B's default.
+    pub pause_on_timeout: Option<bool>,
+    /// Auto-resume.
+    pub auto_resume: Option<bool>,
+    /// Volume mounts `(name, path)`.
+    pub volume_mounts: Vec<(String, String)>,
+    /// Bytes kept per output field.
+    pub max_output_bytes: usize,
+    /// Rich results from run_code.
+    pub rich_results: bool,
+    /// Readiness wait in ms.
+    pub readiness_timeout_ms: u32,
+    /// Sandbox to attach to.
+    pub attach_sandbox_id: Option<String>,
+}
+
+impl Settings {
+    /// Resolves `input`, falling back to the variables `env` returns.
+    pub fn resolve(
+        input: ConfigInput,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ToolError> {
+        let non_empty = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
+        let domain = non_empty(input.domain)
+            .or_else(|| non_empty(env("E2B_DOMAIN")))
+            .unwrap_or_else(|| DEFAULT_DOMAIN.to_string());
+        let api_url = non_empty(input.api_url)
+            .or_else(|| non_empty(env("E2B_API_URL")))
+            .unwrap_or_else(|| format!("https://api.{domain}"));
+        let sandbox_url =
+            non_empty(input.sandbox_url).or_else(|| non_empty(env("E2B_SANDBOX_URL")));
+        for url in std::iter::once(&api_url).chain(sandbox_url.as_ref()) {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(ToolError::invalid(format!(
+                    "Invalid URL '{url}': expected http:// or https://"
+                )));
+            }
+        }
+        if input.auto_resume == Some(true) && input.pause_on_timeout != Some(true) {
+            return Err(ToolError::invalid("auto-resume requires on-timeout: pause"));
+        }
+        if input.timeout_seconds == Some(0) {
+            return Err(ToolError::invalid(
+                "Invalid timeout: the sandbox timeout must be greater than 0",
+            ));
+        }
+        Ok(Self {
+            api_key: non_empty(input.api_key).or_else(|| non_empty(env("E2B_API_KEY"))),
+            template: non_empty(input.template)
+                .unwrap_or_else(|| e2b_wire::api::DEFAULT_TEMPLATE.to_string()),
+            metadata: input.metadata.into_iter().collect(),
+            envs: input.envs.into_iter().collect(),
+            configured_ttl: input.timeout_seconds,
+            domain,
+            api_url: api_url.trim_end_matches('/').to_string(),
+            sandbox_url: sandbox_url.map(|u| u.trim_end_matches('/').to_string()),
+            request_timeout_ms: input
+                .request_timeout_ms
+                .unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS),
+            allow_internet_access: input.allow_internet_access,
+            network: input.network,
+            pause_on_timeout: input.pause_on_timeout,
+            auto_resume: input.auto_resume,
+            volume_mounts: input.volume_mounts,
+            max_output_bytes: input
+                .max_output_bytes
+                .map(|n| n as usize)
+                .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
+            rich_results: input.rich_results.unwrap_or(false),
+            readiness_timeout_ms: input
+                .readiness_timeout_ms
+                .unwrap_or(DEFAULT_READINESS_TIMEOUT_MS),
+            attach_sandbox_id: non_empty(input.sandbox_id),
+        })
+    }
+
+    /// Settings from the environment alone (before any `configure`).
+    pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Self {
+        match Self::resolve(ConfigInput::default(), &env) {
+            Ok(s) => s,
+            // Only a malformed E2B_API_URL / E2B_SANDBOX_URL gets here; keep
+            // it so the first request reports it.
+            Err(_) => Self::resolve(
+                ConfigInput {
+                    api_url: Some(format!("https://api.{DEFAULT_DOMAIN}")),
+                    sandbox_url: None,
+                    ..Default::default()
+                },
+                |name| match name {
+                    "E2B_API_URL" | "E2B_SANDBOX_URL" => None,
+                    other => env(other),
+                },
+            )
+            .unwrap_or_else(|_| unreachable_defaults()),
+        }
+    }
+
+    /// The sandbox TTL the keep-alive maintains.
+    pub fn ttl_seconds(&self) -> u32 {
+        self.configured_ttl.unwrap_or(DEFAULT_TTL_SECONDS)
+    }
+
+    /// Base URL of a sandbox port. Routing headers are sent in every case.
+    pub fn sandbox_base(
+        &self,
+        sandbox_id: &str,
+        port: u16,
+        sandbox_domain: Option<&str>,
+    ) -> String {
+        if let Some(url) = &self.sandbox_url {
+            return url.clone();
+        }
+        let domain = sandbox_domain.unwrap_or(&self.domain);
+        if OFFICIAL_DOMAINS.contains(&domain) {
+            format!("https://sandbox.{domain}")
+        } else {
+            format!("https://{port}-{sandbox_id}.{domain}")
+        }
+    }
+
+    /// The preview URL of a port (the SDK's `"https://" + get_host(port)`;
+    /// like the SDK it ignores `sandbox_url`).
+    pub fn preview_url(&self, sandbox_id: &str, port: u16, sandbox_domain: Option<&str>) -> String {
+        let domain = sandbox_domain.unwrap_or(&self.domain);
+        format!("https://{port}-{sandbox_id}.{domain}")
+    }
+}
+
+/// Settings with nothing from the environment (cannot fail).
+fn unreachable_defaults() -> Settings {
+    Settings {
+        api_key: None,
+        template: e2b_wire::api::DEFAULT_TEMPLATE.to_string(),
+        metadata: BTreeMap::new(),
+        envs: BTreeMap::new(),
+        configured_ttl: None,
+        domain: DEFAULT_DOMAIN.to_string(),
+        api_url: format!("https://api.{DEFAULT_DOMAIN}"),
+        sandbox_url: None,
+        request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
+        allow_internet_access: None,
+        network: None,
+        pause_on_timeout: None,
+        auto_resume: None,
+        volume_mounts: Vec::new(),
+        max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+        rich_results: false,
+        readiness_timeout_ms: DEFAULT_READINESS_TIMEOUT_MS,
+        attach_sandbox_id: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_sdk() {
+        let s = Settings::from_env(env_of(&[]));
+        assert_eq!(s.api_url, "https://api.e2b.app");
+        assert_eq!(s.template, "code-interpreter-v1");
+        assert_eq!(s.ttl_seconds(), 300);
+        assert_eq!(s.configured_ttl, None);
+        assert_eq!(s.max_output_bytes, 10_000);
+        assert_eq!(
+            s.sandbox_base("sbx1", 49983, None),
+            "https://sandbox.e2b.app"
+        );
+        assert_eq!(
+            s.preview_url("sbx1", 3000, None),
+            "https://3000-sbx1.e2b.app"
+        );
+    }
+
+    #[test]
+    fn environment_fallbacks_and_explicit_options() {
+        let env = env_of(&[
+            ("E2B_API_KEY", "e2b_abc"),
+            ("E2B_DOMAIN", "my.local:8443"),
+            ("E2B_SANDBOX_URL", "http://127.0.0.1:4000/"),
+        ]);
+        let s = Settings::resolve(ConfigInput::default(), &env).unwrap();
+        assert_eq!(s.api_key.as_deref(), Some("e2b_abc"));
+        assert_eq!(s.api_url, "https://api.my.local:8443");
+        assert_eq!(s.sandbox_base("sbx1", 49999, None), "http://127.0.0.1:4000");
+        assert_eq!(
+            s.preview_url("sbx1", 8000, None),
+            "https://8000-sbx1.my.local:8443"
+        );
+        let s = Settings::resolve(
+            ConfigInput {
+                api_key: Some("e2b_explicit".into()),
+                domain: Some("example.org".into()),
+                api_url: Some("http://127.0.0.1:3000/".into()),
+                ..Default::default()
+            },
+            env_of(&[("E2B_API_KEY", "e2b_env")]),
+        )
+        .unwrap();
+        assert_eq!(s.api_key.as_deref(), Some("e2b_explicit"));
+        assert_eq!(s.api_url, "http://127.0.0.1:3000");
+        assert_eq!(
+            s.sandbox_base("sbx1", 49983, None),
+            "https://49983-sbx1.example.org"
+        );
+        assert_eq!(
+            s.sandbox_base("sbx1", 49983, Some("e2b.dev")),
+            "https://sandbox.e2b.dev"
+        );
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        let bad_url = ConfigInput {
+            api_url: Some("ftp://x".into()),
+            ..Default::default()
+        };
+        assert!(Settings::resolve(bad_url, env_of(&[])).is_err());
+        let resume_without_pause = ConfigInput {
+            auto_resume: Some(true),
+            ..Default::default()
+        };
+        assert!(Settings::resolve(resume_without_pause, env_of(&[])).is_err());
+        let s = Settings::from_env(env_of(&[("E2B_API_URL", "nonsense")]));
+        assert_eq!(s.api_url, "https://api.e2b.app");
+    }
+}

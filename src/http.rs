@@ -1,0 +1,241 @@
+//! Sends an [`HttpRequest`] through the host's `wasi:http` outgoing handler
+//! and streams the answer.
+//!
+//! The request body is written and finished *before* `handle()` whenever
+//! the host accepts it without blocking (always for our small bodies):
+//! `wstd::http::Client` calls `handle()` first, and on some hosts the
+//! request then leaves without its body (TOOLCHAIN.md, "Race to avoid").
+//! Only a body too large for the host's buffer is streamed after `handle()`.
+
+use wasip2::http::outgoing_handler;
+use wasip2::http::types::{
+    ErrorCode, Fields, IncomingBody, IncomingResponse, Method as WasiMethod, OutgoingBody,
+    OutgoingRequest, RequestOptions, Scheme,
+};
+use wasip2::io::streams::StreamError;
+use wstd::io::{AsyncInputStream, AsyncOutputStream, AsyncPollable};
+
+use crate::errors::{ErrorKind, Failure};
+use crate::request::{split_url, HttpRequest, Method};
+
+/// Size of one read from a response body.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A response whose body is read as it arrives.
+pub struct HttpResponse {
+    /// HTTP status.
+    pub status: u16,
+    /// The body.
+    pub body: BodyReader,
+}
+
+/// A response body. Fields drop in declaration order, children before
+/// parents, as WASI resources require.
+pub struct BodyReader {
+    stream: Option<AsyncInputStream>,
+    _body: Option<IncomingBody>,
+    _response: IncomingResponse,
+}
+
+impl BodyReader {
+    /// The next chunk, `None` at the end of the body.
+    pub async fn chunk(&mut self) -> Result<Option<Vec<u8>>, Failure> {
+        let Some(stream) = &self.stream else {
+            return Ok(None);
+        };
+        let mut buf = vec![0u8; READ_CHUNK];
+        match stream.read(&mut buf).await {
+            Ok(0) => {
+                self.stream = None;
+                Ok(None)
+            }
+            Ok(n) => {
+                buf.truncate(n);
+                Ok(Some(buf))
+            }
+            Err(e) => {
+                self.stream = None;
+                Err(Failure::new(
+                    ErrorKind::Network,
+                    format!("the connection closed while reading the answer: {e}"),
+                ))
+            }
+        }
+    }
+
+    /// The whole body, failing past `max` bytes (error bodies and small
+    /// JSON answers only).
+    pub async fn read_to_end(&mut self, max: usize) -> Result<Vec<u8>, Failure> {
+        let mut out = Vec::new();
+        while let Some(chunk) = self.chunk().await? {
+            if out.len() + chunk.len() > max {
+                return Err(Failure::new(
+                    ErrorKind::Internal,
+                    format!("the answer is larger than {max} bytes"),
+                ));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
+    }
+}
+
+fn internal(msg: &str) -> Failure {
+    Failure::new(ErrorKind::Internal, msg.to_string())
+}
+
+/// Maps a wasi:http error to a failure.
+fn transport_error(host: &str, e: &ErrorCode) -> Failure {
+    let kind = match e {
+        ErrorCode::ConnectionReadTimeout
+        | ErrorCode::ConnectionWriteTimeout
+        | ErrorCode::ConnectionTimeout => ErrorKind::Timeout,
+        ErrorCode::HttpRequestDenied => ErrorKind::Network,
+        _ => ErrorKind::Network,
+    };
+    Failure::new(kind, format!("request to {host} failed: {e:?}"))
+}
+
+/// Sends `req`; `connect_timeout_ms` (0: none) bounds connecting.
+pub async fn send(req: &HttpRequest, connect_timeout_ms: u32) -> Result<HttpResponse, Failure> {
+    let url = split_url(&req.url).ok_or_else(|| {
+        Failure::new(
+            ErrorKind::InvalidArgument,
+            format!("invalid URL '{}'", req.url),
+        )
+    })?;
+    let mut entries: Vec<(String, Vec<u8>)> = req
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_bytes().to_vec()))
+        .collect();
+    if !req.body.is_empty() {
+        entries.push((
+            "content-length".into(),
+            req.body.len().to_string().into_bytes(),
+        ));
+    }
+    let headers = Fields::from_list(&entries).map_err(|e| {
+        Failure::new(
+            ErrorKind::InvalidArgument,
+            format!("invalid request header: {e:?}"),
+        )
+    })?;
+    let outgoing = OutgoingRequest::new(headers);
+    let method = match req.method {
+        Method::Get => WasiMethod::Get,
+        Method::Post => WasiMethod::Post,
+        Method::Delete => WasiMethod::Delete,
+    };
+    let scheme = if url.https {
+        Scheme::Https
+    } else {
+        Scheme::Http
+    };
+    outgoing
+        .set_method(&method)
+        .map_err(|()| internal("invalid method"))?;
+    outgoing
+        .set_scheme(Some(&scheme))
+        .map_err(|()| internal("invalid scheme"))?;
+    outgoing.set_authority(Some(&url.authority)).map_err(|()| {
+        Failure::new(
+            ErrorKind::InvalidArgument,
+            format!("invalid host '{}'", url.authority),
+        )
+    })?;
+    outgoing
+        .set_path_with_query(Some(&url.path_and_query))
+        .map_err(|()| Failure::new(ErrorKind::InvalidArgument, "invalid URL path"))?;
+    let options = RequestOptions::new();
+    if connect_timeout_ms > 0 {
+        // Not every host supports it; the callers' deadlines still apply.
+        let _ = options.set_connect_timeout(Some(u64::from(connect_timeout_ms) * 1_000_000));
+    }
+    let body = outgoing
+        .body()
+        .map_err(|()| internal("request body unavailable"))?;
+    let stream = body
+        .write()
+        .map_err(|()| internal("request body stream unavailable"))?;
+
+    // Write what the host takes without blocking.
+    let mut written = 0;
+    while written < req.body.len() {
+        let room = stream
+            .check_write()
+            .map_err(|e| stream_failure(&url.authority, e))? as usize;
+        if room == 0 {
+            break;
+        }
+        let end = req.body.len().min(written + room);
+        stream
+            .write(&req.body[written..end])
+            .map_err(|e| stream_failure(&url.authority, e))?;
+        written = end;
+    }
+
+    let future = if written == req.body.len() {
+        drop(stream);
+        OutgoingBody::finish(body, None).map_err(|e| transport_error(&url.authority, &e))?;
+        outgoing_handler::handle(outgoing, Some(options))
+            .map_err(|e| transport_error(&url.authority, &e))?
+    } else {
+        // A body larger than the host buffers: send the head, then stream.
+        let future = outgoing_handler::handle(outgoing, Some(options))
+            .map_err(|e| transport_error(&url.authority, &e))?;
+        let stream = AsyncOutputStream::new(stream);
+        stream.write_all(&req.body[written..]).await.map_err(|e| {
+            Failure::new(
+                ErrorKind::Network,
+                format!("request to {} failed while sending: {e}", url.authority),
+            )
+        })?;
+        let _ = stream.flush().await;
+        drop(stream);
+        OutgoingBody::finish(body, None).map_err(|e| transport_error(&url.authority, &e))?;
+        future
+    };
+
+    {
+        let pollable = AsyncPollable::new(future.subscribe());
+        pollable.wait_for().await;
+    }
+    let response = match future.get() {
+        Some(Ok(Ok(response))) => response,
+        Some(Ok(Err(e))) => return Err(transport_error(&url.authority, &e)),
+        Some(Err(())) | None => return Err(internal("the HTTP response was not available")),
+    };
+    drop(future);
+    let status = response.status();
+    let incoming: IncomingBody = response
+        .consume()
+        .map_err(|()| internal("the response body was not available"))?;
+    let input = incoming
+        .stream()
+        .map_err(|()| internal("the response body stream was not available"))?;
+    Ok(HttpResponse {
+        status,
+        body: BodyReader {
+            stream: Some(AsyncInputStream::new(input)),
+            _body: Some(incoming),
+            _response: response,
+        },
+    })
+}
+
+fn stream_failure(host: &str, e: StreamError) -> Failure {
+    match e {
+        StreamError::LastOperationFailed(err) => Failure::new(
+            ErrorKind::Network,
+            format!(
+                "request to {host} failed while sending: {}",
+                err.to_debug_string()
+            ),
+        ),
+        StreamError::Closed => Failure::new(
+            ErrorKind::Network,
+            format!("request to {host} failed: the connection closed while sending"),
+        ),
+    }
+}

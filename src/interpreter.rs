@@ -1,0 +1,339 @@
+//! The code-interpreter client (port 49999): the `/execute` request and an
+//! incremental collector of its NDJSON answer into truncating sinks
+//! (PROTOCOL.md §5.1).
+
+use std::collections::BTreeMap;
+
+use e2b_wire::interpreter::{
+    ExecuteRequest, ExecutionResult, LineSplitter, OutputLine, EXECUTE_PATH,
+};
+use e2b_wire::INTERPRETER_PORT;
+
+use crate::api::SandboxHandle;
+use crate::config::Settings;
+use crate::envd::sandbox_request;
+use crate::errors::{ErrorKind, Failure};
+use crate::request::{HttpRequest, Method};
+use crate::truncate::TruncatingSink;
+
+/// Longest NDJSON line accepted (a result line may carry a large image).
+const MAX_LINE_BYTES: usize = 32 << 20;
+/// Total bytes of rich results kept per execution.
+const MAX_RICH_BYTES: usize = 16 << 20;
+
+/// `POST /execute` as code-interpreter 2.11.5 sends it: `context_id` null,
+/// `language` always set.
+pub fn execute_request(
+    settings: &Settings,
+    sandbox: &SandboxHandle,
+    code: &str,
+    language: &str,
+    envs: &BTreeMap<String, String>,
+) -> HttpRequest {
+    let body = ExecuteRequest {
+        code: code.to_string(),
+        context_id: None,
+        language: Some(language.to_string()),
+        env_vars: (!envs.is_empty()).then(|| envs.clone()),
+    };
+    let mut req = sandbox_request(
+        settings,
+        sandbox,
+        INTERPRETER_PORT,
+        Method::Post,
+        EXECUTE_PATH,
+    )
+    .header("accept-encoding", "identity")
+    .json(&body);
+    if let Some(token) = &sandbox.traffic_token {
+        req = req.header("e2b-traffic-access-token", token.clone());
+    }
+    req
+}
+
+/// One rich result (image, HTML, JSON, …).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RichResult {
+    /// MIME type.
+    pub mime_type: String,
+    /// Base64 for binary types, text otherwise.
+    pub data: String,
+    /// Whether it is the last expression's value.
+    pub is_main_result: bool,
+}
+
+/// What an execution produced, truncated.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Execution {
+    /// stdout.
+    pub stdout: String,
+    /// stderr.
+    pub stderr: String,
+    /// The main result's text.
+    pub text: String,
+    /// `<name>: <value>\n<traceback>` or empty.
+    pub error: String,
+    /// Rich results (only collected when asked for).
+    pub rich: Vec<RichResult>,
+}
+
+/// Collects an `/execute` answer chunk by chunk.
+#[derive(Debug)]
+pub struct ExecutionCollector {
+    limit: usize,
+    splitter: LineSplitter,
+    stdout: TruncatingSink,
+    stderr: TruncatingSink,
+    text: Option<String>,
+    error: Option<String>,
+    rich: Vec<RichResult>,
+    rich_bytes: usize,
+    collect_rich: bool,
+    ended: bool,
+}
+
+impl ExecutionCollector {
+    /// A collector keeping `limit` bytes per field.
+    pub fn new(limit: usize, collect_rich: bool) -> Self {
+        Self {
+            limit,
+            splitter: LineSplitter::new(MAX_LINE_BYTES),
+            stdout: TruncatingSink::new(limit),
+            stderr: TruncatingSink::new(limit),
+            text: None,
+            error: None,
+            rich: Vec::new(),
+            rich_bytes: 0,
+            collect_rich,
+            ended: false,
+        }
+    }
+
+    /// Takes a chunk of the answer.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), Failure> {
+        self.splitter.push(chunk);
+        loop {
+            let line = self.splitter.next_line().map_err(|e| {
+                Failure::new(
+                    ErrorKind::Internal,
+                    format!("malformed answer from the code interpreter: {e}"),
+                )
+            })?;
+            match line {
+                Some(line) => self.take_line(&line)?,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Whether `end_of_execution` arrived.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    fn take_line(&mut self, line: &[u8]) -> Result<(), Failure> {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let parsed: OutputLine = match serde_json::from_slice(line) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                // Unknown line types are ignored, as the SDK does; anything
+                // that is not a typed JSON object is a protocol error.
+                let value: Option<serde_json::Value> = serde_json::from_slice(line).ok();
+                let known_shape = value
+                    .as_ref()
+                    .and_then(|v| v.get("type"))
+                    .and_then(|t| t.as_str())
+                    .is_some_and(|t| !KNOWN_TYPES.contains(&t));
+                if known_shape {
+                    return Ok(());
+                }
+                return Err(Failure::new(
+                    ErrorKind::Internal,
+                    format!("malformed line from the code interpreter: {e}"),
+                ));
+            }
+        };
+        match parsed {
+            OutputLine::Stdout { text, .. } => self.stdout.push_str(&text),
+            OutputLine::Stderr { text, .. } => self.stderr.push_str(&text),
+            OutputLine::Result(result) => self.take_result(result),
+            OutputLine::Error {
+                name,
+                value,
+                traceback,
+            } => {
+                if self.error.is_none() {
+                    self.error = Some(format!("{name}: {value}\n{traceback}"));
+                }
+            }
+            OutputLine::UnexpectedEndOfExecution => {
+                if self.error.is_none() {
+                    self.error = Some("UnexpectedEndOfExecution: Connection to the execution was closed before the execution was finished\n".into());
+                }
+                self.ended = true;
+            }
+            OutputLine::EndOfExecution => self.ended = true,
+            OutputLine::NumberOfExecutions { .. } | OutputLine::Keepalive => {}
+        }
+        Ok(())
+    }
+
+    fn take_result(&mut self, result: ExecutionResult) {
+        if result.is_main_result && self.text.is_none() {
+            self.text = Some(result.text.clone().unwrap_or_default());
+        }
+        if !self.collect_rich {
+            return;
+        }
+        let main = result.is_main_result;
+        let json = result.json.map(|v| v.to_string());
+        let items = [
+            ("image/png", result.png),
+            ("image/jpeg", result.jpeg),
+            ("image/svg+xml", result.svg),
+            ("text/html", result.html),
+            ("text/markdown", result.markdown),
+            ("text/latex", result.latex),
+            ("application/json", json),
+            ("application/javascript", result.javascript),
+            ("application/pdf", result.pdf),
+        ];
+        for (mime, data) in items {
+            let Some(data) = data else { continue };
+            if self.rich_bytes + data.len() > MAX_RICH_BYTES {
+                continue;
+            }
+            self.rich_bytes += data.len();
+            self.rich.push(RichResult {
+                mime_type: mime.to_string(),
+                data,
+                is_main_result: main,
+            });
+        }
+    }
+
+    /// Output so far, for a failure's `partial_output`.
+    pub fn partial_output(&self) -> String {
+        crate::envd::combine_partial(&self.stdout.snapshot(), &self.stderr.snapshot())
+    }
+
+    /// The execution, once the body is over.
+    pub fn finish(mut self) -> Result<Execution, (Failure, String)> {
+        let rest = self.splitter.take_rest();
+        if let Err(e) = self.take_line(&rest) {
+            return Err((e, self.partial_output()));
+        }
+        if !self.ended {
+            return Err((
+                Failure::new(
+                    ErrorKind::Network,
+                    "the code interpreter closed the stream before the execution finished",
+                ),
+                self.partial_output(),
+            ));
+        }
+        let truncate =
+            |s: Option<String>| crate::truncate::truncate_text(&s.unwrap_or_default(), self.limit);
+        Ok(Execution {
+            text: truncate(self.text.take()),
+            error: truncate(self.error.take()),
+            stdout: self.stdout.finish(),
+            stderr: self.stderr.finish(),
+            rich: self.rich,
+        })
+    }
+}
+
+const KNOWN_TYPES: &[&str] = &[
+    "number_of_executions",
+    "stdout",
+    "stderr",
+    "result",
+    "error",
+    "keepalive",
+    "end_of_execution",
+    "unexpected_end_of_execution",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigInput;
+
+    const STREAM: &str = concat!(
+        "{\"type\": \"number_of_executions\", \"execution_count\": 1}\n",
+        "{\"type\": \"stdout\", \"text\": \"stdout works\\n\", \"timestamp\": \"2025-01-01T00:00:00Z\"}\n",
+        "{\"type\": \"result\", \"png\": \"iVBO\", \"is_main_result\": false}\n",
+        "{\"type\": \"result\", \"text\": \"42\", \"extra\": {}, \"is_main_result\": true}\n",
+        "{\"type\": \"future_kind\", \"x\": 1}\n",
+        "{\"type\": \"error\", \"name\": \"ZeroDivisionError\", \"value\": \"division by zero\", \"traceback\": \"tb\"}\n",
+        "{\"type\": \"end_of_execution\"}\n"
+    );
+
+    #[test]
+    fn request_matches_code_interpreter_sdk() {
+        let settings = Settings::resolve(
+            ConfigInput {
+                sandbox_url: Some("http://127.0.0.1:4000".into()),
+                ..Default::default()
+            },
+            |_| None,
+        )
+        .unwrap();
+        let handle = SandboxHandle {
+            id: "sbx1".into(),
+            access_token: Some("tok".into()),
+            traffic_token: None,
+            domain: None,
+            envd_version: "0.6.13".into(),
+        };
+        let req = execute_request(&settings, &handle, "x", "python", &BTreeMap::new());
+        assert_eq!(req.url, "http://127.0.0.1:4000/execute");
+        assert_eq!(req.header_value("e2b-sandbox-port"), Some("49999"));
+        assert_eq!(
+            req.body,
+            br#"{"code":"x","context_id":null,"language":"python","env_vars":null}"#
+        );
+    }
+
+    #[test]
+    fn collects_any_chunking() {
+        for chunk in [1, 5, STREAM.len()] {
+            let mut c = ExecutionCollector::new(10_000, true);
+            for part in STREAM.as_bytes().chunks(chunk) {
+                c.feed(part).unwrap();
+            }
+            let ex = c.finish().unwrap();
+            assert_eq!(ex.stdout, "stdout works\n");
+            assert_eq!(ex.text, "42");
+            assert_eq!(ex.error, "ZeroDivisionError: division by zero\ntb");
+            assert_eq!(ex.rich.len(), 1);
+            assert_eq!(ex.rich[0].mime_type, "image/png");
+        }
+    }
+
+    #[test]
+    fn missing_end_and_garbage_fail() {
+        let mut c = ExecutionCollector::new(100, false);
+        c.feed(b"{\"type\": \"stdout\", \"text\": \"partial\"}\n")
+            .unwrap();
+        let (err, partial) = c.finish().unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Network);
+        assert_eq!(partial, "partial");
+        let mut c = ExecutionCollector::new(100, false);
+        assert!(c.feed(b"<html>\n").is_err());
+    }
+
+    #[test]
+    fn outputs_are_truncated() {
+        let mut c = ExecutionCollector::new(5, false);
+        let line = serde_json::json!({"type": "stdout", "text": "a".repeat(20_000)}).to_string();
+        c.feed(line.as_bytes()).unwrap();
+        c.feed(b"\n{\"type\":\"end_of_execution\"}\n").unwrap();
+        let ex = c.finish().unwrap();
+        assert_eq!(ex.stdout, "aaaaa…[truncated 19,995 bytes]");
+        assert!(ex.rich.is_empty());
+    }
+}

@@ -1,0 +1,312 @@
+//! The one sandbox of this instance: lazy creation (failures not cached),
+//! attaching by ID, keep-alive, expiry, shutdown.
+//!
+//! Keep-alive: nothing async survives between export calls, so between
+//! calls the next call refreshes the TTL, and only when less than half of it
+//! is left; during a call a heartbeat refreshes it every TTL/2 concurrently
+//! with the request. Every refresh sets the full configured TTL from now, so
+//! it never ends sooner than the last one we set.
+
+use crate::api::SandboxHandle;
+use crate::config::Settings;
+
+/// When the TTL needs refreshing, on a monotonic clock in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepAlive {
+    ttl_ns: u64,
+    last_refresh_ns: Option<u64>,
+}
+
+impl KeepAlive {
+    /// A policy for a TTL of `ttl_seconds`, never refreshed yet.
+    pub fn new(ttl_seconds: u32) -> Self {
+        Self {
+            ttl_ns: u64::from(ttl_seconds) * 1_000_000_000,
+            last_refresh_ns: None,
+        }
+    }
+
+    /// Records a successful refresh (or creation) at `now_ns`.
+    pub fn refreshed(&mut self, now_ns: u64) {
+        self.last_refresh_ns = Some(now_ns);
+    }
+
+    /// Whether less than half of the TTL is left at `now_ns`.
+    pub fn due(&self, now_ns: u64) -> bool {
+        match self.last_refresh_ns {
+            None => true,
+            Some(last) => now_ns.saturating_sub(last) > self.ttl_ns / 2,
+        }
+    }
+
+    /// Whether the TTL has fully passed since the last refresh: the sandbox
+    /// has certainly expired (unless something else refreshed it).
+    pub fn lapsed(&self, now_ns: u64) -> bool {
+        self.last_refresh_ns
+            .is_some_and(|last| now_ns.saturating_sub(last) >= self.ttl_ns)
+    }
+
+    /// The heartbeat period during a call: TTL/2, at least 100 ms.
+    pub fn heartbeat_ns(&self) -> u64 {
+        (self.ttl_ns / 2).max(100_000_000)
+    }
+}
+
+/// The state of the instance.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// The resolved options.
+    pub settings: Settings,
+    /// The open sandbox.
+    pub sandbox: Option<SandboxHandle>,
+    /// Its keep-alive state.
+    pub keep_alive: KeepAlive,
+}
+
+impl Session {
+    /// A session with `settings` and no sandbox.
+    pub fn new(settings: Settings) -> Self {
+        let keep_alive = KeepAlive::new(settings.ttl_seconds());
+        Self {
+            settings,
+            sandbox: None,
+            keep_alive,
+        }
+    }
+
+    /// The secrets that must never appear in any text we return.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.settings.api_key.iter().cloned().collect();
+        if let Some(sandbox) = &self.sandbox {
+            out.extend(sandbox.access_token.iter().cloned());
+            out.extend(sandbox.traffic_token.iter().cloned());
+        }
+        out
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+pub use glue::*;
+
+#[cfg(target_arch = "wasm32")]
+mod glue {
+    use std::cell::{Cell, RefCell};
+    use std::future::Future;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::errors::Failure;
+    use crate::http;
+    use crate::request::HttpRequest;
+    use crate::{api, errors::ErrorKind};
+
+    thread_local! {
+        static SESSION: RefCell<Session> = RefCell::new(Session::new(Settings::from_env(env_var)));
+    }
+
+    /// Reads a host environment variable.
+    pub fn env_var(name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    /// The monotonic clock, in nanoseconds.
+    pub fn now_ns() -> u64 {
+        wasip2::clocks::monotonic_clock::now()
+    }
+
+    /// A copy of the session.
+    pub fn snapshot() -> Session {
+        SESSION.with(|s| s.borrow().clone())
+    }
+
+    /// Changes the session.
+    pub fn update<T>(f: impl FnOnce(&mut Session) -> T) -> T {
+        SESSION.with(|s| f(&mut s.borrow_mut()))
+    }
+
+    /// Sleeps `ns` nanoseconds on the host clock.
+    pub async fn sleep_ns(ns: u64) {
+        wstd::task::sleep(std::time::Duration::from_nanos(ns).into()).await;
+    }
+
+    /// Runs `fut`, failing with `on_timeout()` after `ms` (0: no limit).
+    pub async fn with_deadline<T>(
+        ms: u64,
+        fut: impl Future<Output = Result<T, Failure>>,
+        on_timeout: impl FnOnce() -> Failure,
+    ) -> Result<T, Failure> {
+        if ms == 0 {
+            return fut.await;
+        }
+        let timer = async {
+            sleep_ns(ms.saturating_mul(1_000_000)).await;
+            None
+        };
+        match futures_lite::future::or(async { Some(fut.await) }, timer).await {
+            Some(result) => result,
+            None => Err(on_timeout()),
+        }
+    }
+
+    /// Sends a small request and reads its whole answer within the
+    /// request timeout.
+    pub async fn exchange(
+        settings: &Settings,
+        req: &HttpRequest,
+    ) -> Result<(u16, Vec<u8>), Failure> {
+        let timeout = settings.request_timeout_ms;
+        with_deadline(
+            u64::from(timeout),
+            async {
+                let mut resp = http::send(req, timeout).await?;
+                let body = resp.body.read_to_end(16 << 20).await?;
+                Ok((resp.status, body))
+            },
+            || Failure::new(ErrorKind::Timeout, crate::errors::REQUEST_TIMEOUT),
+        )
+        .await
+    }
+
+    async fn set_timeout(settings: &Settings, id: &str) -> Result<(), Failure> {
+        let req = api::set_timeout_request(settings, id)?;
+        let (status, body) = exchange(settings, &req).await?;
+        api::parse_set_timeout(status, &body, id)
+    }
+
+    /// Where a sandbox could not be provided.
+    pub enum Unavailable {
+        /// Creating or attaching failed (e2b-adk: `Sandbox unavailable: …`).
+        Create(Failure),
+        /// The open sandbox expired (reported with the tool's prefix).
+        Expired(Failure),
+    }
+
+    /// The sandbox for a tool call: the open one (refreshed if less than
+    /// half its TTL is left), else a new or attached one.
+    pub async fn acquire() -> Result<(Settings, SandboxHandle), Unavailable> {
+        let session = snapshot();
+        let settings = session.settings.clone();
+        if let Some(handle) = session.sandbox {
+            if session.keep_alive.due(now_ns()) {
+                match set_timeout(&settings, &handle.id).await {
+                    Ok(()) => update(|s| s.keep_alive.refreshed(now_ns())),
+                    Err(f) if f.kind == ErrorKind::SandboxExpired => {
+                        return Err(Unavailable::Expired(f))
+                    }
+                    // A failed refresh is not fatal (as in e2b-adk); the
+                    // operation itself reports a dead sandbox.
+                    Err(_) => {}
+                }
+            }
+            return Ok((settings, handle));
+        }
+        let (req, attach) = match &settings.attach_sandbox_id {
+            Some(id) => (api::connect_request(&settings, id), Some(id.clone())),
+            None => (api::create_request(&settings), None),
+        };
+        let req = req.map_err(Unavailable::Create)?;
+        let (status, body) = exchange(&settings, &req)
+            .await
+            .map_err(Unavailable::Create)?;
+        let handle =
+            api::parse_sandbox(status, &body, attach.as_deref()).map_err(Unavailable::Create)?;
+        update(|s| {
+            s.sandbox = Some(handle.clone());
+            s.keep_alive.refreshed(now_ns());
+        });
+        Ok((settings, handle))
+    }
+
+    /// Runs `op` while a heartbeat refreshes the sandbox's TTL every TTL/2.
+    pub async fn with_heartbeat<T>(
+        settings: &Settings,
+        id: &str,
+        op: impl Future<Output = T>,
+    ) -> T {
+        let period = KeepAlive::new(settings.ttl_seconds()).heartbeat_ns();
+        let last = Rc::new(Cell::new(None::<u64>));
+        let beat = {
+            let last = last.clone();
+            async move {
+                loop {
+                    sleep_ns(period).await;
+                    if set_timeout(settings, id).await.is_ok() {
+                        last.set(Some(now_ns()));
+                    }
+                }
+            }
+        };
+        let out = futures_lite::future::or(op, beat).await;
+        if let Some(at) = last.get() {
+            update(|s| {
+                if s.sandbox.as_ref().is_some_and(|h| h.id == id) {
+                    s.keep_alive.refreshed(at);
+                }
+            });
+        }
+        out
+    }
+
+    /// Kills the sandbox (or leaves it to pause) and forgets it; keeps it
+    /// when the kill fails so the call can be retried.
+    pub async fn shutdown() -> Result<bool, Failure> {
+        let session = snapshot();
+        let Some(handle) = session.sandbox else {
+            return Ok(false);
+        };
+        if session.settings.pause_on_timeout == Some(true) {
+            update(|s| s.sandbox = None);
+            return Ok(false);
+        }
+        let req = api::kill_request(&session.settings, &handle.id)?;
+        let (status, body) = exchange(&session.settings, &req).await?;
+        let killed = api::parse_kill(status, &body)?;
+        update(|s| {
+            s.sandbox = None;
+            s.keep_alive = KeepAlive::new(s.settings.ttl_seconds());
+        });
+        Ok(killed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn refresh_only_when_less_than_half_is_left() {
+        let mut k = KeepAlive::new(300);
+        assert!(k.due(0));
+        k.refreshed(10 * S);
+        assert!(!k.due(10 * S));
+        assert!(!k.due(160 * S));
+        assert!(k.due(161 * S));
+        assert!(!k.lapsed(309 * S));
+        assert!(k.lapsed(310 * S));
+        assert_eq!(k.heartbeat_ns(), 150 * S);
+        assert_eq!(KeepAlive::new(0).heartbeat_ns(), 100_000_000);
+    }
+
+    #[test]
+    fn secrets_include_key_and_tokens() {
+        let settings = Settings::resolve(
+            crate::config::ConfigInput {
+                api_key: Some("e2b_secretkey".into()),
+                ..Default::default()
+            },
+            |_| None,
+        )
+        .unwrap();
+        let mut s = Session::new(settings);
+        s.sandbox = Some(SandboxHandle {
+            id: "x".into(),
+            access_token: Some("tok-abcdef".into()),
+            traffic_token: None,
+            domain: None,
+            envd_version: "0.6.13".into(),
+        });
+        assert_eq!(s.secrets(), ["e2b_secretkey", "tok-abcdef"]);
+    }
+}

@@ -1,0 +1,530 @@
+//! The six tools: a validated [`ToolCall`] in, a [`ToolOutput`] or a
+//! prefixed [`ToolError`] out, with e2b-adk's failure prefixes and echoes.
+//! The pure parts (prefixes, the readiness probe script, redaction of
+//! outputs) are here; the orchestration over the network is wasm-only.
+
+use crate::args::ToolCall;
+use crate::errors::{redact, ToolError};
+use crate::interpreter::Execution;
+use crate::results::{BackgroundOutput, CommandOutput, ToolOutput};
+
+/// e2b-adk's failure prefix of each tool.
+pub fn failure_prefix(call: &ToolCall) -> &'static str {
+    match call {
+        ToolCall::RunCode(_) => "Failed to run code: ",
+        ToolCall::RunCommand(_) => "Failed to run command: ",
+        ToolCall::WriteFile { .. } => "Failed to write file: ",
+        ToolCall::ReadFile { .. } => "Failed to read file: ",
+        ToolCall::ListFiles { .. } => "Failed to list directory: ",
+        ToolCall::StartBackground(_) => "Failed to start command: ",
+    }
+}
+
+/// Adds the call's echoed path or command to an error, as e2b-adk does.
+pub fn echo(call: &ToolCall, err: ToolError) -> ToolError {
+    match call {
+        ToolCall::RunCode(_) => err,
+        ToolCall::RunCommand(a) => err.with_command(a.command.clone()),
+        ToolCall::StartBackground(a) => err.with_command(a.command.clone()),
+        ToolCall::WriteFile { path, .. }
+        | ToolCall::ReadFile { path }
+        | ToolCall::ListFiles { path } => err.with_path(path.clone()),
+    }
+}
+
+/// A bash script, run inside the sandbox, that exits 0 as soon as
+/// 127.0.0.1:`port` accepts a connection, 1 after about `wait_ms`.
+pub fn readiness_probe_script(port: u16, wait_ms: u32) -> String {
+    let attempts = (wait_ms / 200).max(1);
+    format!(
+        "for ((i=0;i<{attempts};i++)); do (: </dev/tcp/127.0.0.1/{port}) >/dev/null 2>&1 && exit 0; sleep 0.2; done; exit 1"
+    )
+}
+
+/// Removes secrets from every text of an error.
+pub fn redact_error(err: ToolError, secrets: &[&str]) -> ToolError {
+    ToolError {
+        message: redact(&err.message, secrets),
+        partial_output: redact(&err.partial_output, secrets),
+        path: err.path.map(|p| redact(&p, secrets)),
+        command: err.command.map(|c| redact(&c, secrets)),
+        kind: err.kind,
+    }
+}
+
+/// Removes secrets from every text of an output.
+pub fn redact_output(out: ToolOutput, secrets: &[&str]) -> ToolOutput {
+    let r = |s: String| redact(&s, secrets);
+    match out {
+        ToolOutput::Code(ex) => ToolOutput::Code(Execution {
+            stdout: r(ex.stdout),
+            stderr: r(ex.stderr),
+            text: r(ex.text),
+            error: r(ex.error),
+            rich: ex.rich,
+        }),
+        ToolOutput::Command(c) => ToolOutput::Command(CommandOutput {
+            command: r(c.command),
+            stdout: r(c.stdout),
+            stderr: r(c.stderr),
+            exit_code: c.exit_code,
+        }),
+        ToolOutput::Read { path, content } => ToolOutput::Read {
+            path,
+            content: r(content),
+        },
+        ToolOutput::Background(b) => ToolOutput::Background(BackgroundOutput {
+            stdout: r(b.stdout),
+            stderr: r(b.stderr),
+            ..b
+        }),
+        other => other,
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+pub use glue::execute;
+
+#[cfg(target_arch = "wasm32")]
+mod glue {
+    use super::*;
+    use crate::api::SandboxHandle;
+    use crate::args::{BackgroundArgs, RunCodeArgs, RunCommandArgs};
+    use crate::config::Settings;
+    use crate::envd::{self, ProcessStream, StartSpec};
+    use crate::errors::{
+        from_connect_http, from_envd_http, from_interpreter_http, ErrorKind, Failure,
+        DEADLINE_SUFFIX, EXECUTION_TIMEOUT,
+    };
+    use crate::http::{self, BodyReader};
+    use crate::interpreter::{self, ExecutionCollector};
+    use crate::results::Readiness;
+    use crate::session::{self, sleep_ns, with_deadline, Unavailable};
+    use crate::truncate::TruncatingSink;
+
+    /// Default execution timeout of run_code (the interpreter SDK's).
+    const RUN_CODE_TIMEOUT_MS: u64 = 300_000;
+    /// Default timeout of run_command (the SDK's `commands.run`).
+    const RUN_COMMAND_TIMEOUT_MS: u64 = 60_000;
+    /// Grace past a command's deadline before we stop waiting for envd's
+    /// own `deadline_exceeded`.
+    const DEADLINE_GRACE_MS: u64 = 2_000;
+    /// How long a background start without a port watches for an early exit.
+    const EARLY_EXIT_WATCH_MS: u64 = 1_000;
+    /// Largest error body read.
+    const MAX_ERROR_BODY: usize = 64 * 1024;
+
+    /// A failure plus the output captured before it.
+    type OpError = (Failure, String);
+
+    fn plain(f: Failure) -> OpError {
+        (f, String::new())
+    }
+
+    /// Runs one validated call in the sandbox.
+    pub async fn execute(call: ToolCall) -> Result<ToolOutput, ToolError> {
+        let prefix = failure_prefix(&call);
+        let (settings, sandbox) = match session::acquire().await {
+            Ok(pair) => pair,
+            Err(Unavailable::Create(f)) => {
+                return Err(finish_error(
+                    &call,
+                    ToolError::from_failure("Sandbox unavailable: ", f),
+                ))
+            }
+            Err(Unavailable::Expired(f)) => {
+                return Err(finish_error(&call, ToolError::from_failure(prefix, f)))
+            }
+        };
+        let op = run(&settings, &sandbox, &call);
+        let result = session::with_heartbeat(&settings, &sandbox.id, op).await;
+        let secrets = session::snapshot().secrets();
+        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+        match result {
+            Ok(out) => Ok(redact_output(out, &secrets)),
+            Err((failure, partial)) => {
+                let err = ToolError::from_failure(prefix, failure).with_partial_output(partial);
+                Err(redact_error(echo(&call, err), &secrets))
+            }
+        }
+    }
+
+    fn finish_error(call: &ToolCall, err: ToolError) -> ToolError {
+        let secrets = session::snapshot().secrets();
+        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+        redact_error(echo(call, err), &secrets)
+    }
+
+    async fn run(
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        call: &ToolCall,
+    ) -> Result<ToolOutput, OpError> {
+        match call {
+            ToolCall::RunCode(a) => run_code(settings, sandbox, a).await.map(ToolOutput::Code),
+            ToolCall::RunCommand(a) => run_command(settings, sandbox, a)
+                .await
+                .map(ToolOutput::Command),
+            ToolCall::WriteFile { path, content } => {
+                write_file(settings, sandbox, path, content)
+                    .await
+                    .map_err(plain)?;
+                Ok(ToolOutput::Written { path: path.clone() })
+            }
+            ToolCall::ReadFile { path } => {
+                let content = read_file(settings, sandbox, path).await.map_err(plain)?;
+                Ok(ToolOutput::Read {
+                    path: path.clone(),
+                    content,
+                })
+            }
+            ToolCall::ListFiles { path } => {
+                let req = envd::list_dir_request(settings, sandbox, path);
+                let (status, body) = session::exchange(settings, &req).await.map_err(plain)?;
+                let entries = envd::parse_list_dir(status, &body).map_err(plain)?;
+                Ok(ToolOutput::Listed {
+                    path: path.clone(),
+                    entries,
+                })
+            }
+            ToolCall::StartBackground(a) => start_background(settings, sandbox, a)
+                .await
+                .map(ToolOutput::Background),
+        }
+    }
+
+    async fn error_body(body: &mut BodyReader) -> Vec<u8> {
+        body.read_to_end(MAX_ERROR_BODY).await.unwrap_or_default()
+    }
+
+    async fn run_code(
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        a: &RunCodeArgs,
+    ) -> Result<Execution, OpError> {
+        let req = interpreter::execute_request(settings, sandbox, &a.code, &a.language, &a.envs);
+        let deadline = a.timeout_ms.unwrap_or(RUN_CODE_TIMEOUT_MS);
+        let mut collector =
+            ExecutionCollector::new(settings.max_output_bytes, settings.rich_results);
+        let outcome = with_deadline(
+            deadline,
+            async {
+                let mut resp = http::send(&req, settings.request_timeout_ms).await?;
+                if resp.status != 200 {
+                    let body = error_body(&mut resp.body).await;
+                    return Err(from_interpreter_http(resp.status, &body));
+                }
+                while let Some(chunk) = resp.body.chunk().await? {
+                    collector.feed(&chunk)?;
+                    if collector.ended() {
+                        break;
+                    }
+                }
+                Ok(())
+            },
+            || Failure::new(ErrorKind::Timeout, EXECUTION_TIMEOUT),
+        )
+        .await;
+        match outcome {
+            Ok(()) => collector.finish(),
+            Err(f) => Err((f, collector.partial_output())),
+        }
+    }
+
+    /// Sends a Start request and checks its status.
+    async fn start(
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        spec: &StartSpec,
+    ) -> Result<BodyReader, Failure> {
+        let req = envd::start_request(settings, sandbox, spec);
+        let mut resp = http::send(&req, settings.request_timeout_ms).await?;
+        if resp.status != 200 {
+            let body = error_body(&mut resp.body).await;
+            return Err(from_connect_http(resp.status, &body));
+        }
+        Ok(resp.body)
+    }
+
+    /// Feeds `stream` from `body` until `stop(stream)` or the body's end.
+    async fn pump(
+        body: &mut BodyReader,
+        stream: &mut ProcessStream,
+        stop: impl Fn(&ProcessStream) -> bool,
+    ) -> Result<(), Failure> {
+        while !stop(stream) {
+            match body.chunk().await? {
+                Some(chunk) => stream.feed(&chunk)?,
+                None => {
+                    stream.finish_body()?;
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn deadline_failure() -> Failure {
+        Failure::new(
+            ErrorKind::Timeout,
+            format!("context deadline exceeded{DEADLINE_SUFFIX}"),
+        )
+    }
+
+    async fn run_command(
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        a: &RunCommandArgs,
+    ) -> Result<CommandOutput, OpError> {
+        let timeout = a.timeout_ms.unwrap_or(RUN_COMMAND_TIMEOUT_MS);
+        let spec = StartSpec {
+            command: a.command.clone(),
+            cwd: a.cwd.clone(),
+            envs: a.envs.clone(),
+            timeout_ms: (timeout > 0).then_some(timeout),
+        };
+        let local_deadline = if timeout > 0 {
+            timeout + DEADLINE_GRACE_MS
+        } else {
+            0
+        };
+        let mut stream = ProcessStream::new(settings.max_output_bytes);
+        let outcome = with_deadline(
+            local_deadline,
+            async {
+                let mut body = start(settings, sandbox, &spec).await?;
+                pump(&mut body, &mut stream, ProcessStream::is_done).await
+            },
+            deadline_failure,
+        )
+        .await;
+        let exit_code = outcome.and_then(|()| stream.outcome());
+        match exit_code {
+            Ok(exit_code) => Ok(CommandOutput {
+                command: a.command.clone(),
+                stdout: stream.stdout.finish(),
+                stderr: stream.stderr.finish(),
+                exit_code,
+            }),
+            Err(f) => {
+                let partial = stream.partial_output();
+                Err((f, partial))
+            }
+        }
+    }
+
+    async fn start_background(
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        a: &BackgroundArgs,
+    ) -> Result<BackgroundOutput, OpError> {
+        let spec = StartSpec {
+            command: a.command.clone(),
+            cwd: a.cwd.clone(),
+            envs: a.envs.clone(),
+            timeout_ms: a.timeout_ms.filter(|ms| *ms > 0),
+        };
+        let mut stream = ProcessStream::new(settings.max_output_bytes);
+        // Wait for the `start` event within the request timeout.
+        let started = with_deadline(
+            u64::from(settings.request_timeout_ms),
+            async {
+                let mut body = start(settings, sandbox, &spec).await?;
+                pump(&mut body, &mut stream, |s| s.pid.is_some() || s.is_done()).await?;
+                Ok(body)
+            },
+            || {
+                Failure::new(
+                    ErrorKind::Timeout,
+                    "Request timed out: the stream didn't open within 'request_timeout'",
+                )
+            },
+        )
+        .await;
+        let mut body = match started {
+            Ok(body) => body,
+            Err(f) => return Err((f, stream.partial_output())),
+        };
+        let Some(pid) = stream.pid else {
+            let failure = stream.outcome().err().unwrap_or_else(|| {
+                Failure::new(
+                    ErrorKind::Internal,
+                    "Failed to start process: expected start event, got nothing",
+                )
+            });
+            return Err((failure, stream.partial_output()));
+        };
+
+        let mut readiness = None;
+        let watch_ms = match a.port {
+            Some(_) => {
+                u64::from(settings.readiness_timeout_ms) + settings.request_timeout_ms as u64
+            }
+            None => EARLY_EXIT_WATCH_MS,
+        };
+        // Keep reading the stream (an early exit) while probing the port.
+        let watch = async {
+            match pump(&mut body, &mut stream, |s| s.end.is_some() || s.is_done()).await {
+                Ok(()) => Some(Readiness::Exited),
+                // A broken stream says nothing about the process (envd keeps
+                // it running): let the probe or the timer decide.
+                Err(_) => futures_lite::future::pending().await,
+            }
+        };
+        let probe = async {
+            match a.port {
+                Some(port) => Some(probe_port(settings, sandbox, port).await),
+                None => {
+                    sleep_ns(watch_ms * 1_000_000).await;
+                    None
+                }
+            }
+        };
+        let timer = async {
+            sleep_ns((watch_ms + 1_000) * 1_000_000).await;
+            a.port.map(|_| Readiness::NotListening)
+        };
+        let verdict = futures_lite::future::or(watch, futures_lite::future::or(probe, timer)).await;
+        let exited = stream.end.is_some() || stream.is_done();
+        if exited || verdict == Some(Readiness::Exited) {
+            readiness = Some(Readiness::Exited);
+        } else if a.port.is_some() {
+            readiness = verdict.or(Some(Readiness::NotListening));
+        }
+        drop(body);
+        let exit_code = match readiness {
+            Some(Readiness::Exited) => Some(stream.end.as_ref().map_or(-1, |e| e.exit_code)),
+            _ => None,
+        };
+        Ok(BackgroundOutput {
+            command: a.command.clone(),
+            pid,
+            preview_url: a
+                .port
+                .map(|port| settings.preview_url(&sandbox.id, port, sandbox.domain.as_deref())),
+            readiness,
+            exit_code,
+            stdout: stream.stdout.finish(),
+            stderr: stream.stderr.finish(),
+        })
+    }
+
+    /// Runs the probe script in the sandbox: ready if it exits 0.
+    async fn probe_port(settings: &Settings, sandbox: &SandboxHandle, port: u16) -> Readiness {
+        let wait = settings.readiness_timeout_ms;
+        let spec = StartSpec {
+            command: readiness_probe_script(port, wait),
+            cwd: None,
+            envs: Default::default(),
+            timeout_ms: Some(u64::from(wait) + 5_000),
+        };
+        let mut stream = ProcessStream::new(256);
+        let result = async {
+            let mut body = start(settings, sandbox, &spec).await?;
+            pump(&mut body, &mut stream, ProcessStream::is_done).await?;
+            stream.outcome()
+        }
+        .await;
+        match result {
+            Ok(0) => Readiness::Ready,
+            _ => Readiness::NotListening,
+        }
+    }
+
+    async fn write_file(
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        path: &str,
+        content: &str,
+    ) -> Result<(), Failure> {
+        let req = envd::write_file_request(settings, sandbox, path, content.as_bytes());
+        let (status, body) = session::exchange(settings, &req).await?;
+        if (200..300).contains(&status) {
+            Ok(())
+        } else {
+            Err(from_envd_http(status, &body))
+        }
+    }
+
+    async fn read_file(
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        path: &str,
+    ) -> Result<String, Failure> {
+        let req = envd::read_file_request(settings, sandbox, path);
+        let mut sink = TruncatingSink::new(settings.max_output_bytes);
+        with_deadline(
+            u64::from(settings.request_timeout_ms),
+            async {
+                let mut resp = http::send(&req, settings.request_timeout_ms).await?;
+                if resp.status != 200 {
+                    let body = error_body(&mut resp.body).await;
+                    return Err(from_envd_http(resp.status, &body));
+                }
+                while let Some(chunk) = resp.body.chunk().await? {
+                    sink.push_bytes(&chunk);
+                }
+                Ok(())
+            },
+            || Failure::new(ErrorKind::Timeout, crate::errors::REQUEST_TIMEOUT),
+        )
+        .await?;
+        Ok(sink.finish())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::parse_call;
+
+    #[test]
+    fn prefixes_and_echoes_follow_e2b_adk() {
+        let call = parse_call("read_file", r#"{"path": "/tmp/x"}"#).unwrap();
+        assert_eq!(failure_prefix(&call), "Failed to read file: ");
+        let err = echo(&call, ToolError::invalid("e"));
+        assert_eq!(err.path.as_deref(), Some("/tmp/x"));
+        let call = parse_call("start_background_command", r#"{"command": "srv"}"#).unwrap();
+        assert_eq!(failure_prefix(&call), "Failed to start command: ");
+        assert_eq!(
+            echo(&call, ToolError::invalid("e")).command.as_deref(),
+            Some("srv")
+        );
+        let call = parse_call("run_code", r#"{"code": "1"}"#).unwrap();
+        let err = echo(&call, ToolError::invalid("e"));
+        assert!(err.path.is_none() && err.command.is_none());
+    }
+
+    #[test]
+    fn probe_script_is_bounded() {
+        let s = readiness_probe_script(8000, 10_000);
+        assert!(s.contains("i<50;"));
+        assert!(s.contains("/dev/tcp/127.0.0.1/8000"));
+        assert!(readiness_probe_script(1, 0).contains("i<1;"));
+    }
+
+    #[test]
+    fn redaction_covers_outputs_and_errors() {
+        let out = redact_output(
+            ToolOutput::Command(CommandOutput {
+                command: "env".into(),
+                stdout: "E2B_API_KEY=e2b_supersecret\n".into(),
+                stderr: String::new(),
+                exit_code: 0,
+            }),
+            &["e2b_supersecret"],
+        );
+        match out {
+            ToolOutput::Command(c) => assert_eq!(c.stdout, "E2B_API_KEY=<redacted>\n"),
+            other => panic!("{other:?}"),
+        }
+        let err = redact_error(
+            ToolError::invalid("bad key e2b_supersecret")
+                .with_partial_output("e2b_supersecret".into()),
+            &["e2b_supersecret"],
+        );
+        assert!(
+            !err.message.contains("supersecret") && !err.partial_output.contains("supersecret")
+        );
+    }
+}
