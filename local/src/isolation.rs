@@ -296,7 +296,7 @@ impl SandboxRunner {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        let bwrap_child = match cmd.spawn() {
+        let bwrap_child = match spawn_from_anchor_thread(cmd) {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!("cannot start a sandbox anchor: {e}");
@@ -336,6 +336,43 @@ impl Drop for SandboxRunner {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+type SpawnRequest = (
+    std::process::Command,
+    std::sync::mpsc::Sender<std::io::Result<std::process::Child>>,
+);
+
+/// Spawns on one thread that lives as long as the server process. bwrap's
+/// `--die-with-parent` fires when the *thread* that spawned it exits, and
+/// runtime threads (the blocking pool's, a test's) come and go, while an
+/// anchor must live as long as its sandbox.
+fn spawn_from_anchor_thread(cmd: std::process::Command) -> std::io::Result<std::process::Child> {
+    static SPAWNER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<SpawnRequest>>> =
+        std::sync::OnceLock::new();
+    let sender = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<SpawnRequest>();
+        let spawned = std::thread::Builder::new()
+            .name("e2b-local-anchors".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the anchor thread: {e}");
+        }
+        Mutex::new(tx)
+    });
+    let (reply_tx, reply_rx) = std::sync::mpsc::channel();
+    sender
+        .lock()
+        .map_err(|_| std::io::Error::other("anchor thread lock poisoned"))?
+        .send((cmd, reply_tx))
+        .map_err(|_| std::io::Error::other("the anchor thread is gone"))?;
+    reply_rx
+        .recv()
+        .map_err(|_| std::io::Error::other("the anchor thread is gone"))?
 }
 
 /// The first child of `pid`, from procfs.
