@@ -143,11 +143,6 @@ impl Launcher {
         }
     }
 
-    /// Whether processes run isolated.
-    pub fn is_isolated(&self) -> bool {
-        matches!(self, Launcher::Bwrap { .. })
-    }
-
     /// bwrap's arguments building a sandbox's namespaces, up to `--`.
     fn bwrap_args(
         bwrap: &Path,
@@ -206,11 +201,6 @@ impl SandboxRunner {
             paths,
             anchor: Mutex::new(None),
         }
-    }
-
-    /// Whether processes run isolated.
-    pub fn is_isolated(&self) -> bool {
-        self.launcher.is_isolated()
     }
 
     /// A command running `program args` in the sandbox with working

@@ -4,15 +4,16 @@
 //! SDKs work unchanged with `E2B_API_URL` and `E2B_SANDBOX_URL` both set to
 //! [`LocalServer::url`] and `E2B_API_KEY` set to [`LocalServer::api_key`]:
 //!
-//! - the control plane (`/v2/sandboxes`, `/sandboxes/{id}/…`), see
-//!   [`control_plane`];
+//! - the control plane (`/v2/sandboxes`, `/sandboxes/{id}/…`);
 //! - the sandbox plane, routed like E2B's edge proxy by the
 //!   `E2b-Sandbox-Id` + `E2b-Sandbox-Port` headers (or a `{port}-{id}.…`
-//!   Host): envd on 49983 ([`envd`]) and the code interpreter on 49999
-//!   ([`interpreter`]).
+//!   Host): envd on 49983 (Connect JSON `process.Process` and
+//!   `filesystem.Filesystem`, `/files`) and the code interpreter on 49999
+//!   ([`interpreter`]); any other port is forwarded to a server a sandboxed
+//!   command listens on.
 //!
 //! Commands and code really run, each sandbox in its own root under
-//! bubblewrap ([`isolation`]). Tests can inject faults ([`Faults`]) and read
+//! bubblewrap, all its processes in one set of namespaces. Tests can inject faults ([`Faults`]) and read
 //! request counters ([`Stats`]).
 //!
 //! ```no_run
@@ -25,14 +26,14 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod control_plane;
+mod control_plane;
 mod dispatch;
-pub mod envd;
+mod envd;
 pub mod faults;
 mod http_errors;
 pub mod interpreter;
-pub mod isolation;
-pub mod paths;
+mod isolation;
+mod paths;
 mod registry;
 mod sandbox;
 mod stats;
