@@ -177,15 +177,24 @@ async fn dropping_the_server_kills_every_process() {
 async fn background_jobs_outlive_their_command_but_not_the_sandbox() {
     let h = start().await;
     let sbx = h.create_default().await;
-    let (events, end) = crate::common::run(&h, &sbx, "sleep 604 > /dev/null 2>&1 & echo started").await;
+    let (events, end) =
+        crate::common::run(&h, &sbx, "sleep 604 > /dev/null 2>&1 & echo started").await;
     assert_eq!(crate::common::stdout_of(&events), "started\n");
     assert_eq!(end, json!({}));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(sleeping("604"), "the background job died with its command");
     // Processes of one sandbox see each other.
     let (events, _) = crate::common::run(&h, &sbx, "pgrep -x sleep | wc -l").await;
-    assert_eq!(crate::common::stdout_of(&events).trim(), "2", "anchor + job");
-    let resp = h.api(Method::DELETE, &format!("/sandboxes/{}", sbx.id)).send().await.unwrap();
+    assert_eq!(
+        crate::common::stdout_of(&events).trim(),
+        "2",
+        "anchor + job"
+    );
+    let resp = h
+        .api(Method::DELETE, &format!("/sandboxes/{}", sbx.id))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 204);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!sleeping("604"), "the background job outlived its sandbox");
