@@ -1,0 +1,56 @@
+// A tour of the E2B tools component from Node: configure it, hand its
+// catalog to a model as function tools, run the six tools the way a model's
+// tool calls would, make one typed call, and shut the sandbox down.
+//
+// Needs E2B_API_KEY (real E2B) or the three lines printed by
+// `e2b-tools local serve` (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY).
+
+import { e2bEnv, loadE2BTools } from './e2b-tools.js';
+
+const env = e2bEnv();
+if (!env.E2B_API_KEY) {
+  console.error(
+    'Set E2B_API_KEY (real E2B), or start `e2b-tools local serve` and export the variables it prints.',
+  );
+  process.exit(2);
+}
+
+const e2b = await loadE2BTools({ env });
+e2b.configure({ timeoutSeconds: 120, metadata: [{ key: 'example', value: 'node' }] });
+
+// 1. What a chat-completions request would carry as `tools`.
+const functionTools = e2b.functionTools();
+console.log(`## ${functionTools.length} function tools for the model`);
+for (const tool of functionTools) {
+  const required = tool.function.parameters.required ?? [];
+  console.log(`- ${tool.function.name}(${required.join(', ')})`);
+}
+console.log(JSON.stringify(functionTools[0], null, 2));
+
+// 2. Tool calls as a model would make them: a name and JSON arguments.
+const modelToolCalls = [
+  { name: 'run_code', arguments: '{"code": "x = 41"}' },
+  { name: 'run_code', arguments: '{"code": "x + 1"}' },
+  { name: 'run_command', arguments: '{"command": "echo hello from $(uname -s)"}' },
+  { name: 'write_file', arguments: '{"path": "notes/todo.txt", "content": "buy milk\\n"}' },
+  { name: 'read_file', arguments: '{"path": "notes/todo.txt"}' },
+  { name: 'list_files', arguments: '{"path": "notes"}' },
+  { name: 'start_background_command', arguments: '{"command": "sleep 60"}' },
+  { name: 'read_file', arguments: '{"path": "notes/missing.txt"}' },
+];
+console.log('\n## Tool calls through catalog.call-tool');
+try {
+  for (const call of modelToolCalls) {
+    const result = e2b.callTool(call.name, call.arguments);
+    // This object is what goes back to the model as the tool message.
+    console.log(`${call.name} ${call.arguments}\n  -> ${JSON.stringify(result)}`);
+  }
+
+  // 3. The same component, typed: no JSON, errors as exceptions.
+  console.log('\n## A typed call');
+  const output = e2b.runCommand({ command: 'ls -1 notes', cwd: '/home/user' });
+  console.log(`runCommand -> exit ${output.exitCode}, stdout ${JSON.stringify(output.stdout)}`);
+  console.log(`sandbox: ${e2b.sandboxId()}`);
+} finally {
+  console.log(`\nshutdown -> ${e2b.shutdown()}`);
+}

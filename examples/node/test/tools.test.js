@@ -1,0 +1,212 @@
+// The component in Node, end to end: against the server named by the E2B_*
+// variables (`e2b-tools local serve`, started by examples/run-tests).
+//
+// Optional: E2B_TOOLS_EXPECTED names the output of `e2b-tools batch` for
+// ../parity-calls.jsonl; the parity test then checks that this host gets the
+// same results as the Rust host.
+
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { ToolError, e2bEnv, loadE2BTools } from '../e2b-tools.js';
+
+const TOOL_NAMES = [
+  'run_code',
+  'run_command',
+  'write_file',
+  'read_file',
+  'list_files',
+  'start_background_command',
+];
+
+if (!e2bEnv().E2B_API_KEY) {
+  throw new Error('set E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY (see examples/run-tests)');
+}
+
+/** Result fields that legitimately differ between two sandboxes. */
+function normalise(value) {
+  if (Array.isArray(value)) return value.map(normalise);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, field]) => [
+        key,
+        key === 'pid' && typeof field === 'number' ? '<pid>' : normalise(field),
+      ]),
+    );
+  }
+  return value;
+}
+
+describe('catalog', () => {
+  it('gives the six tools as OpenAI function tools', async () => {
+    const e2b = await loadE2BTools();
+    const tools = e2b.functionTools();
+    assert.deepEqual(
+      tools.map((tool) => tool.function.name),
+      TOOL_NAMES,
+    );
+    for (const tool of tools) {
+      assert.equal(tool.type, 'function');
+      assert.ok(tool.function.description.length > 20, tool.function.name);
+      assert.equal(tool.function.parameters.type, 'object');
+    }
+    assert.deepEqual(tools[0].function.parameters.required, ['code']);
+    assert.match(e2b.instructions(), /run_code/);
+    // No tool call was made: no sandbox exists, shutdown has nothing to kill.
+    assert.equal(e2b.sandboxId(), undefined);
+    assert.equal(e2b.shutdown(), false);
+  });
+});
+
+describe('tools through catalog.call-tool', () => {
+  let e2b;
+  before(async () => {
+    e2b = await loadE2BTools();
+    e2b.configure({ timeoutSeconds: 120, metadata: [{ key: 'test', value: 'node' }] });
+  });
+  after(() => {
+    assert.equal(e2b.shutdown(), true);
+    assert.equal(e2b.sandboxId(), undefined);
+  });
+
+  it('run_code keeps state across calls', () => {
+    assert.equal(e2b.callTool('run_code', { code: 'x = 41' }).success, true);
+    const result = e2b.callTool('run_code', '{"code": "x + 1"}');
+    assert.deepEqual(result, { stdout: '', stderr: '', text: '42', error: '', success: true });
+    assert.match(e2b.sandboxId(), /\w+/);
+  });
+
+  it('configure is refused once the sandbox is open', () => {
+    assert.throws(
+      () => e2b.configure({ timeoutSeconds: 60 }),
+      (err) => err instanceof ToolError && err.kind === 'invalid-argument',
+    );
+  });
+
+  it('run_command returns stdout and the exit code', () => {
+    const result = e2b.callTool('run_command', { command: 'echo hello; exit 3' });
+    assert.equal(result.stdout, 'hello\n');
+    assert.equal(result.exit_code, 3);
+    assert.equal(result.success, true);
+  });
+
+  it('write_file then read_file round-trips, list_files shows the file', () => {
+    const content = 'héllo\nwörld\n';
+    assert.deepEqual(e2b.callTool('write_file', { path: 'dir/a.txt', content }), {
+      path: 'dir/a.txt',
+      success: true,
+    });
+    assert.equal(e2b.callTool('read_file', { path: 'dir/a.txt' }).content, content);
+    assert.deepEqual(e2b.callTool('list_files', { path: 'dir' }).entries, [
+      { name: 'a.txt', type: 'file' },
+    ]);
+  });
+
+  it('start_background_command returns a pid', () => {
+    const result = e2b.callTool('start_background_command', { command: 'echo started' });
+    assert.equal(result.success, true);
+    assert.ok(Number.isInteger(result.pid) && result.pid > 0, JSON.stringify(result));
+  });
+
+  it('a failure is a result with e2b-adk\'s shape, not an exception', () => {
+    assert.deepEqual(e2b.callTool('read_file', { path: 'dir/missing.txt' }), {
+      success: false,
+      error: "Failed to read file: path 'dir/missing.txt' does not exist",
+      partial_output: '',
+      path: 'dir/missing.txt',
+    });
+    const unknown = e2b.callTool('no_such_tool', {});
+    assert.equal(unknown.success, false);
+    const malformed = e2b.callTool('run_code', '{not json');
+    assert.equal(malformed.success, false);
+  });
+});
+
+describe('typed tools', () => {
+  let e2b;
+  before(async () => {
+    e2b = await loadE2BTools();
+  });
+  after(() => {
+    assert.equal(e2b.shutdown(), true);
+  });
+
+  it('run the six tools with WIT types', () => {
+    const code = e2b.runCode({ code: 'print(6 * 7)' });
+    assert.equal(code.stdout, '42\n');
+    assert.deepEqual(code.rich, []);
+
+    const command = e2b.runCommand({
+      command: 'echo "$WHO"',
+      envs: [{ key: 'WHO', value: 'typed' }],
+      cwd: '/tmp',
+    });
+    assert.deepEqual(command, { command: 'echo "$WHO"', stdout: 'typed\n', stderr: '', exitCode: 0 });
+
+    e2b.writeFile('typed.txt', 'one\n');
+    assert.equal(e2b.readFile('typed.txt'), 'one\n');
+    assert.deepEqual(
+      e2b.listFiles(undefined).filter((entry) => entry.name === 'typed.txt'),
+      [{ name: 'typed.txt', type: 'file' }],
+    );
+
+    const background = e2b.startBackgroundCommand({ command: 'echo bg' });
+    assert.ok(background.pid > 0);
+    assert.equal(background.command, 'echo bg');
+  });
+
+  it('throw a ToolError with a kind', () => {
+    assert.throws(
+      () => e2b.readFile('nope.txt'),
+      (err) =>
+        err instanceof ToolError &&
+        err.kind === 'not-found' &&
+        err.path === 'nope.txt' &&
+        err.message.startsWith('Failed to read file: '),
+    );
+  });
+
+  it(
+    'a long-running background command returns while it runs',
+    {
+      todo:
+        'jco: HTTP body streams always poll ready, and the guest spins on empty reads ' +
+        'without yielding to its timers (see README)',
+    },
+    () => {
+      const started = Date.now();
+      const result = e2b.startBackgroundCommand({ command: 'sleep 30', timeoutSeconds: 6 });
+      assert.ok(result.pid > 0);
+      assert.equal(result.readiness, undefined);
+      assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
+    },
+  );
+});
+
+describe('parity with the Rust host', { skip: !process.env.E2B_TOOLS_EXPECTED }, () => {
+  it('gives the same results as `e2b-tools batch` for the same calls', async () => {
+    const calls = readFileSync(new URL('../../parity-calls.jsonl', import.meta.url), 'utf8')
+      .split('\n')
+      .filter((line) => line.trim())
+      .map((line) => JSON.parse(line));
+    const expected = readFileSync(process.env.E2B_TOOLS_EXPECTED, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim())
+      .map((line) => JSON.parse(line));
+    assert.equal(expected.length, calls.length, 'one batch result per call');
+
+    const e2b = await loadE2BTools();
+    try {
+      calls.forEach((call, i) => {
+        const actual = e2b.callTool(call.tool, call.args);
+        assert.deepEqual(
+          normalise(actual),
+          normalise(expected[i]),
+          `call ${i + 1}: ${JSON.stringify(call)}`,
+        );
+      });
+    } finally {
+      e2b.shutdown();
+    }
+  });
+});

@@ -1,0 +1,69 @@
+"""A tour of the E2B tools component from Python: configure it, hand its
+catalog to a model as function tools, run the six tools the way a model's
+tool calls would, make one typed call, and shut the sandbox down.
+
+Needs E2B_API_KEY (real E2B) or the three variables printed by
+``e2b-tools local serve`` (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY).
+"""
+
+import json
+import sys
+
+import e2b_tools
+
+
+def main() -> int:
+    env = e2b_tools.e2b_env()
+    if "E2B_API_KEY" not in env:
+        print(
+            "Set E2B_API_KEY (real E2B), or start `e2b-tools local serve` "
+            "and export the variables it prints.",
+            file=sys.stderr,
+        )
+        return 2
+
+    e2b = e2b_tools.load(env=env.items())
+    e2b.configure(timeout_seconds=120, metadata={"example": "python"})
+
+    # 1. What a chat-completions request would carry as `tools`.
+    function_tools = e2b.function_tools()
+    print(f"## {len(function_tools)} function tools for the model")
+    for tool in function_tools:
+        required = tool["function"]["parameters"].get("required", [])
+        print(f"- {tool['function']['name']}({', '.join(required)})")
+    print(json.dumps(function_tools[0], indent=2))
+
+    # 2. Tool calls as a model would make them: a name and JSON arguments.
+    model_tool_calls = [
+        ("run_code", '{"code": "x = 41"}'),
+        ("run_code", '{"code": "x + 1"}'),
+        ("run_command", '{"command": "echo hello from $(uname -s)"}'),
+        ("write_file", '{"path": "notes/todo.txt", "content": "buy milk\\n"}'),
+        ("read_file", '{"path": "notes/todo.txt"}'),
+        ("list_files", '{"path": "notes"}'),
+        ("start_background_command", '{"command": "sleep 60"}'),
+        ("read_file", '{"path": "notes/missing.txt"}'),
+    ]
+    print("\n## Tool calls through catalog.call-tool")
+    try:
+        for name, arguments in model_tool_calls:
+            result = e2b.call_tool(name, arguments)
+            # This dict is what goes back to the model as the tool message.
+            print(f"{name} {arguments}\n  -> {json.dumps(result)}")
+
+        # 3. The same component, typed: no JSON, errors as exceptions.
+        print("\n## A typed call")
+        output = e2b.run_command("ls -1 notes", cwd="/home/user")
+        print(f"run_command -> exit {output['exit-code']}, stdout {output['stdout']!r}")
+        try:
+            e2b.read_file("notes/missing.txt")
+        except e2b_tools.ToolError as err:
+            print(f"read_file -> ToolError({err.kind}): {err}")
+        print(f"sandbox: {e2b.sandbox_id()}")
+    finally:
+        print(f"\nshutdown -> {e2b.shutdown()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
