@@ -139,7 +139,8 @@ async fn sandbox_plane(registry: &Arc<Registry>, t: Target, req: Request) -> Res
             if !public && !signed && !token_ok(&sandbox, &req, true) {
                 return envd_unauthorized();
             }
-            oneshot(envd::router(Arc::clone(&sandbox)), req).await
+            let gone = sandbox.gone();
+            cut_when_gone(oneshot(envd::router(Arc::clone(&sandbox)), req).await, gone)
         }
         INTERPRETER_PORT => {
             // The SDK sends the token only on /execute; check it where given.
@@ -147,7 +148,11 @@ async fn sandbox_plane(registry: &Arc<Registry>, t: Target, req: Request) -> Res
             if !token_ok(&sandbox, &req, required) {
                 return envd_unauthorized();
             }
-            oneshot(interpreter::router(sandbox.interpreter()), req).await
+            let gone = sandbox.gone();
+            cut_when_gone(
+                oneshot(interpreter::router(sandbox.interpreter()), req).await,
+                gone,
+            )
         }
         port => forward_to_port(&t.sandbox_id, port, req).await,
     }
@@ -172,6 +177,35 @@ async fn forward_to_port(sandbox_id: &str, port: u16, mut req: Request) -> Respo
         Ok(resp) => resp.map(axum::body::Body::new),
         Err(_) => proxy_error(sandbox_id, "The sandbox is running but port is not open"),
     }
+}
+
+/// Cuts a response body still streaming when its sandbox pauses or dies,
+/// the way E2B's proxy loses the connection to a sandbox that went away.
+fn cut_when_gone(resp: Response, gone: tokio::sync::watch::Receiver<bool>) -> Response {
+    use futures_util::StreamExt;
+    let (parts, body) = resp.into_parts();
+    let inner = body.into_data_stream();
+    let stream = futures_util::stream::unfold(Some((inner, gone)), |state| async move {
+        let (mut inner, mut gone) = state?;
+        // None: the sandbox went away first.
+        let next = tokio::select! {
+            biased;
+            _ = gone.wait_for(|g| *g) => None,
+            item = inner.next() => Some(item),
+        };
+        match next {
+            Some(item) => {
+                let item = item?.map_err(std::io::Error::other);
+                Some((item, Some((inner, gone))))
+            }
+            None => {
+                let err =
+                    std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the sandbox is gone");
+                Some((Err(err), None))
+            }
+        }
+    });
+    Response::from_parts(parts, axum::body::Body::from_stream(stream))
 }
 
 fn resume_timeout(sandbox: &Sandbox) -> u64 {

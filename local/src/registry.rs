@@ -128,6 +128,7 @@ impl Registry {
         match removed {
             Some(sandbox) => {
                 self.counters.killed();
+                sandbox.mark_dead();
                 spawn_or_run_now(sandbox, false);
                 true
             }

@@ -40,6 +40,8 @@ pub(crate) struct Sandbox {
     time_scale: f64,
     life: Mutex<Life>,
     interpreter: Mutex<Option<Arc<Interpreter>>>,
+    /// True while paused or after death: open responses are cut.
+    gone: tokio::sync::watch::Sender<bool>,
 }
 
 impl Sandbox {
@@ -68,6 +70,7 @@ impl Sandbox {
                 end_at: now + Duration::from_secs(timeout_secs),
             }),
             interpreter: Mutex::new(None),
+            gone: tokio::sync::watch::Sender::new(false),
         }
     }
 
@@ -107,6 +110,7 @@ impl Sandbox {
         match self.life.lock() {
             Ok(mut l) if l.state == State::Running => {
                 l.state = State::Paused;
+                self.gone.send_replace(true);
                 true
             }
             _ => false,
@@ -118,6 +122,7 @@ impl Sandbox {
         match self.life.lock() {
             Ok(mut l) if l.state == State::Paused => {
                 self.processes.reopen();
+                self.gone.send_replace(false);
                 l.state = State::Running;
                 l.deadline = Instant::now() + scaled(secs, self.time_scale);
                 l.end_at = SystemTime::now() + Duration::from_secs(secs);
@@ -125,6 +130,16 @@ impl Sandbox {
             }
             _ => false,
         }
+    }
+
+    /// Marks it dead: responses still streaming from it are cut.
+    pub fn mark_dead(&self) {
+        self.gone.send_replace(true);
+    }
+
+    /// Watches for the sandbox going away (pause or death).
+    pub fn gone(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.gone.subscribe()
     }
 
     pub fn auto_pause(&self) -> bool {

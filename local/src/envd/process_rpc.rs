@@ -186,13 +186,10 @@ async fn pump_events(
                 writer.end(Some(deadline_exceeded())).await;
                 return;
             }
-            Ok(None) => {
-                writer
-                    .end(Some(ConnectError::new(
-                        Code::Unavailable,
-                        "the process was lost: the sandbox is shutting down",
-                    )))
-                    .await;
+            // The sandbox died or paused under the stream: the client sees
+            // the connection drop, as behind E2B's proxy.
+            Ok(Some(StreamItem::Finished(Outcome::SandboxGone))) | Ok(None) => {
+                writer.abort().await;
                 return;
             }
         }

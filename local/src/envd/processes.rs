@@ -30,6 +30,9 @@ pub enum Outcome {
     Ended(EndEvent),
     /// Its lifetime (`Connect-Timeout-Ms` of Start) ran out and it was killed.
     DeadlineExceeded,
+    /// It was killed because its sandbox died or paused: streams are cut,
+    /// not ended.
+    SandboxGone,
 }
 
 /// One item of an attached stream.
@@ -237,7 +240,9 @@ impl ProcessTable {
                     abort.abort();
                 }
             }
-            let outcome = if timed_out {
+            let outcome = if table.is_closed() {
+                Outcome::SandboxGone
+            } else if timed_out {
                 Outcome::DeadlineExceeded
             } else {
                 Outcome::Ended(end_event_for(status))
@@ -290,6 +295,10 @@ impl ProcessTable {
             .unwrap_or_default();
         v.sort_by_key(|p| p.pid);
         v
+    }
+
+    fn is_closed(&self) -> bool {
+        self.inner.lock().map(|t| t.closed).unwrap_or(true)
     }
 
     /// Accepts processes again (after a resume).

@@ -190,7 +190,7 @@ pub fn keepalive_header(headers: &HeaderMap) -> Duration {
 
 /// The writing end of a streaming answer.
 pub struct StreamWriter {
-    tx: mpsc::Sender<Bytes>,
+    tx: mpsc::Sender<std::io::Result<Bytes>>,
 }
 
 impl StreamWriter {
@@ -200,9 +200,16 @@ impl StreamWriter {
             return false;
         };
         self.tx
-            .send(Bytes::from(encode_envelope(0, &payload)))
+            .send(Ok(Bytes::from(encode_envelope(0, &payload))))
             .await
             .is_ok()
+    }
+
+    /// Cuts the connection without ending the stream, as E2B's proxy does
+    /// when the sandbox behind it dies.
+    pub async fn abort(self) {
+        let err = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the sandbox is gone");
+        let _ = self.tx.send(Err(err)).await;
     }
 
     /// Ends the stream with `{}` or `{"error": …}`.
@@ -214,18 +221,16 @@ impl StreamWriter {
         let payload = serde_json::to_vec(&end).unwrap_or_else(|_| b"{}".to_vec());
         let _ = self
             .tx
-            .send(Bytes::from(encode_envelope(FLAG_END_STREAM, &payload)))
+            .send(Ok(Bytes::from(encode_envelope(FLAG_END_STREAM, &payload))))
             .await;
     }
 }
 
 /// A `200 application/connect+json` answer and the writer feeding it.
 pub fn stream_response() -> (StreamWriter, Response) {
-    let (tx, rx) = mpsc::channel::<Bytes>(16);
+    let (tx, rx) = mpsc::channel::<std::io::Result<Bytes>>(16);
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+        rx.recv().await.map(|item| (item, rx))
     });
     let mut resp = Response::new(Body::from_stream(stream));
     resp.headers_mut().insert(

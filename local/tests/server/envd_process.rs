@@ -468,3 +468,36 @@ async fn pty_requests_get_pty_data() {
     assert_eq!(end, json!({}));
     h.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_dying_sandbox_cuts_its_streams() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let mut resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
+        .header("content-type", "application/connect+json")
+        .body(e2b_wire::connect::encode_envelope(
+            0,
+            json!({"process": {"cmd": "sleep", "args": ["30"]}})
+                .to_string()
+                .as_bytes(),
+        ))
+        .send()
+        .await
+        .unwrap();
+    resp.chunk().await.unwrap().unwrap();
+    h.server.faults().expire_now(&sbx.id);
+    let rest = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match resp.chunk().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    })
+    .await
+    .expect("the stream ends promptly");
+    assert!(rest.is_err(), "the stream must be cut, not ended cleanly");
+    h.server.shutdown().await;
+}

@@ -173,3 +173,35 @@ async fn expire_now_makes_the_sandbox_gone() {
     assert_eq!(resp.status(), 404);
     h.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn expiry_cuts_a_running_execution() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let mut resp = h
+        .sandbox(&sbx, 49999, Method::POST, "/execute")
+        .json(&json!({"code": "import time\nprint('begun', flush=True)\ntime.sleep(30)"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut seen = String::new();
+    while !seen.contains("begun") {
+        let chunk = resp.chunk().await.unwrap().expect("output before the end");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    h.server.faults().expire_now(&sbx.id);
+    let rest = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match resp.chunk().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    })
+    .await
+    .expect("the stream ends promptly");
+    assert!(rest.is_err(), "the execution stream must be cut");
+    h.server.shutdown().await;
+}
