@@ -501,3 +501,63 @@ async fn a_dying_sandbox_cuts_its_streams() {
     assert!(rest.is_err(), "the stream must be cut, not ended cleanly");
     h.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn garbage_to_every_rpc_gets_an_error_and_the_server_lives_on() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let rpcs = [
+        "/process.Process/Start",
+        "/process.Process/Connect",
+        "/process.Process/List",
+        "/process.Process/SendInput",
+        "/process.Process/SendSignal",
+        "/process.Process/CloseStdin",
+        "/process.Process/Update",
+        "/filesystem.Filesystem/Stat",
+        "/filesystem.Filesystem/ListDir",
+        "/filesystem.Filesystem/MakeDir",
+        "/filesystem.Filesystem/Move",
+        "/filesystem.Filesystem/Remove",
+        "/filesystem.Filesystem/WatchDir",
+    ];
+    let bodies: [&[u8]; 5] = [
+        b"",
+        b"{",
+        b"[1,2]",
+        b"{\"process\":{\"pid\":\"x\"}}",
+        &[0xff, 0, 0, 0, 1, 0],
+    ];
+    for path in rpcs {
+        for ct in ["application/json", "application/connect+json", "text/plain"] {
+            for body in bodies {
+                let resp = h
+                    .sandbox(&sbx, 49983, Method::POST, path)
+                    .header("content-type", ct)
+                    .body(body.to_vec())
+                    .send()
+                    .await
+                    .unwrap();
+                let status = resp.status().as_u16();
+                let bytes = resp.bytes().await.unwrap();
+                if status == 200 {
+                    if path == "/process.Process/List" && ct == "application/json" {
+                        continue; // `{}`-like bodies are valid List requests
+                    }
+                    let (_, end) = parse_stream(&bytes);
+                    assert!(end.get("error").is_some(), "{path} {ct} {body:?}: {end}");
+                } else {
+                    let v: Value = serde_json::from_slice(&bytes).unwrap();
+                    assert!(v["code"].is_string(), "{path} {ct} {body:?}: {v}");
+                }
+            }
+        }
+    }
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/health")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    h.server.shutdown().await;
+}
