@@ -86,23 +86,24 @@ async fn set_timeout_extends_and_time_scale_speeds_up() {
         ..Default::default()
     })
     .await;
-    let sbx = h.create(json!({"templateID": "base", "timeout": 5})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // 10 scaled seconds = 1 s; extended at once to 30 = 3 s from now.
+    let sbx = h.create(json!({"templateID": "base", "timeout": 10})).await;
+    let extended_at = std::time::Instant::now();
     let resp = h
         .api(Method::POST, &format!("/sandboxes/{}/timeout", sbx.id))
-        .json(&json!({"timeout": 10}))
+        .json(&json!({"timeout": 30}))
         .send()
         .await
         .unwrap();
     assert_eq!(resp.status(), 204);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     let resp = h
         .sandbox(&sbx, 49983, Method::GET, "/health")
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status(), 204, "extended to 10 scaled seconds = 1 s");
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(resp.status(), 204, "alive past its first TTL: extended");
+    tokio::time::sleep(Duration::from_millis(3300).saturating_sub(extended_at.elapsed())).await;
     let resp = h
         .sandbox(&sbx, 49983, Method::GET, "/health")
         .send()
