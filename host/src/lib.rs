@@ -1,1 +1,104 @@
+//! The reference host of the E2B tools component: wasmtime embedding,
+//! outbound policy, audit trail, MCP server and backends.
+//!
+//! The component (`wasm32-wasip2`, world `e2b-tools` in `wit/`) holds all
+//! the tool logic; this crate gives it what it needs — `wasi:http` for its
+//! requests to E2B, clocks for the keep-alive heartbeat, the `E2B_*`
+//! environment — and nothing else: no filesystem, no sockets, no other
+//! hosts.
+//!
+//! # Tutorial
+//!
+//! 1. **Load the component once.** [`Runtime::load`] compiles it (or reads
+//!    wasmtime's compilation cache) and links it; keep the `Runtime` for the
+//!    life of the process.
+//! 2. **Pick a backend.** [`Backend::start`] with [`BackendKind::Local`]
+//!    starts the local E2B-compatible server in-process; with
+//!    [`BackendKind::E2b`] sessions talk to E2B (needs `E2B_API_KEY`).
+//!    [`Backend::session_env`] gives the environment a session needs.
+//! 3. **Open a session.** [`Session::open`] instantiates the component in
+//!    its own `Store` (memory-capped) and configures it. One session owns at
+//!    most one sandbox, created by the first tool call.
+//! 4. **Call tools**, typed ([`Session::run_code`], …) or by JSON
+//!    ([`Session::call_json`]) as a model would.
+//! 5. **Shut down** the sandbox with [`Session::shutdown`], then the backend.
+//!
+//! ```no_run
+//! use e2b_tools_host::{
+//!     Backend, BackendKind, ComponentSource, LocalBackendOptions, Runtime, Session,
+//!     SessionOptions,
+//! };
+//! use serde_json::json;
+//!
+//! # async fn example() -> anyhow::Result<()> {
+//! let runtime = Runtime::load(ComponentSource::Embedded)?;
+//! let env = e2b_tools_host::e2b_env(std::env::vars());
+//! let backend = Backend::start(BackendKind::Local, &env, &LocalBackendOptions::default()).await?;
+//!
+//! let session = Session::open(
+//!     &runtime,
+//!     SessionOptions { env: backend.session_env(&env), ..SessionOptions::default() },
+//! )
+//! .await?;
+//! let result = session.call_json("run_code", &json!({"code": "print(6 * 7)"})).await?;
+//! assert_eq!(result["stdout"], "42\n");
+//!
+//! session.shutdown().await?;
+//! backend.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Failures
+//!
+//! A tool that could not run is a normal result (`success: false`, or a
+//! [`ToolError`] from the typed calls). A [`SessionError`] means the session
+//! itself failed: most importantly [`SessionError::Trapped`] when the
+//! component traps (for example by growing past its memory cap, see
+//! [`SessionOptions::memory_limit`]). The host survives; the session is
+//! closed and later calls return [`SessionError::Dead`].
+//!
+//! # Outbound policy
+//!
+//! Every request of the component passes one hook, where the
+//! [`OutboundPolicy`] allows only the configured E2B API host and sandbox
+//! hosts (from `E2B_API_URL`, `E2B_SANDBOX_URL`, `E2B_DOMAIN` or the
+//! config); anything else is refused with `HttpRequestDenied` and logged.
+//! Allowed requests reuse pooled keep-alive connections.
+//!
+//! # Audit trail
+//!
+//! Events are `tracing` events with target [`AUDIT_TARGET`]: session
+//! opened, sandbox created / resumed / shut down, each tool call's start
+//! and end with duration and success, traps and denied requests. Argument
+//! values and the API key are never logged.
 
+#![deny(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod backend;
+pub mod bindings;
+mod clock;
+mod config;
+pub mod mcp;
+mod outbound;
+mod policy;
+mod runtime;
+mod session;
+mod state;
+
+pub use backend::{default_backend, Backend, BackendError, BackendKind, LocalBackendOptions};
+pub use bindings::{
+    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, ErrorKind, KeyValue,
+    Readiness, RichResult, RunCodeArgs, RunCodeOutput, RunCommandArgs, ToolError, ToolSpec,
+};
+pub use clock::ClockMode;
+pub use config::{NetworkRules, OnTimeout, SandboxConfig};
+pub use outbound::OutboundClient;
+pub use policy::{OutboundPolicy, PolicyError, DEFAULT_DOMAIN};
+pub use runtime::{
+    CompileCache, ComponentSource, Runtime, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
+};
+pub use session::{
+    e2b_env, Session, SessionError, SessionOptions, AUDIT_TARGET, DEFAULT_MEMORY_LIMIT,
+};

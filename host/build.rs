@@ -1,0 +1,135 @@
+//! Builds the guest component (the workspace's root package) for
+//! `wasm32-wasip2` and hands its path to the host crate as
+//! `E2B_TOOLS_EMBEDDED_COMPONENT`, so the `e2b-tools` binary embeds it and is
+//! self-contained.
+//!
+//! Precautions (see the toolchain notes):
+//! - the nested cargo gets its own `--target-dir`: sharing the outer one
+//!   deadlocks on the build-directory lock;
+//! - `CARGO_*` (except `CARGO_HOME` and `CARGO_MAKEFLAGS`), `RUSTFLAGS` and
+//!   the wrappers clippy installs are removed from its environment, or the
+//!   host's flags leak into the wasm build;
+//! - `CARGO_MAKEFLAGS` is kept so the nested build joins the jobserver.
+//!
+//! Set `E2B_TOOLS_GUEST_WASM=/path/to/component.wasm` to embed a prebuilt
+//! component instead of building one.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const GUEST_PACKAGE: &str = "e2b-tools-component";
+const GUEST_ARTIFACT: &str = "e2b_tools.wasm";
+const WASM_TARGET: &str = "wasm32-wasip2";
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let workspace = manifest_dir
+        .parent()
+        .expect("host/ lives inside the workspace")
+        .to_path_buf();
+
+    println!("cargo:rerun-if-env-changed=E2B_TOOLS_GUEST_WASM");
+    if let Some(prebuilt) = env::var_os("E2B_TOOLS_GUEST_WASM") {
+        let prebuilt = PathBuf::from(prebuilt);
+        println!("cargo:rerun-if-changed={}", prebuilt.display());
+        embed(&prebuilt);
+        return;
+    }
+
+    for input in [
+        "src",
+        "wit",
+        "wire/src",
+        "wire/Cargo.toml",
+        "Cargo.toml",
+        "Cargo.lock",
+    ] {
+        println!("cargo:rerun-if-changed={}", workspace.join(input).display());
+    }
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+
+    let guest_target_dir = outer_target_dir(&workspace).join("guest");
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(&workspace)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            GUEST_PACKAGE,
+            "--target",
+            WASM_TARGET,
+        ])
+        .arg("--target-dir")
+        .arg(&guest_target_dir);
+    scrub_environment(&mut build);
+
+    let status = build
+        .status()
+        .unwrap_or_else(|err| panic!("could not run cargo to build the guest component: {err}"));
+    if !status.success() {
+        panic!(
+            "building the guest component failed ({status}); \
+             is the target installed? `rustup target add {WASM_TARGET}`"
+        );
+    }
+    embed(
+        &guest_target_dir
+            .join(WASM_TARGET)
+            .join("release")
+            .join(GUEST_ARTIFACT),
+    );
+}
+
+/// The target directory of the outer build, so the guest's lands beside it.
+fn outer_target_dir(workspace: &Path) -> PathBuf {
+    match env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                workspace.join(dir)
+            }
+        }
+        None => workspace.join("target"),
+    }
+}
+
+/// Removes what the outer cargo set for this build script and would
+/// otherwise steer the nested wasm build.
+fn scrub_environment(build: &mut Command) {
+    for (key, _) in env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        let leaks_from_outer_build =
+            (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_MAKEFLAGS")
+                || matches!(
+                    key,
+                    "RUSTFLAGS"
+                        | "RUSTC_WRAPPER"
+                        | "RUSTC_WORKSPACE_WRAPPER"
+                        | "TARGET"
+                        | "HOST"
+                        | "OUT_DIR"
+                        | "OPT_LEVEL"
+                        | "PROFILE"
+                        | "DEBUG"
+                        | "NUM_JOBS"
+                );
+        if leaks_from_outer_build {
+            build.env_remove(key);
+        }
+    }
+}
+
+fn embed(wasm: &Path) {
+    if !wasm.is_file() {
+        panic!("guest component not found at {}", wasm.display());
+    }
+    println!(
+        "cargo:rustc-env=E2B_TOOLS_EMBEDDED_COMPONENT={}",
+        wasm.display()
+    );
+}

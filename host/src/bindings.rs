@@ -1,0 +1,25 @@
+//! Rust bindings generated from `wit/` — the same WIT the guest implements,
+//! so the contract has one source of truth.
+//!
+//! Exports are `async` because the host runs wasmtime with async support:
+//! a guest waiting on HTTP or a timer yields to tokio instead of blocking a
+//! thread.
+
+#[allow(missing_docs)]
+mod generated {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "e2b-tools",
+        exports: { default: async },
+    });
+}
+
+pub use generated::*;
+
+pub use exports::e2b::tools::catalog::ToolSpec;
+pub use exports::e2b::tools::lifecycle::{Config, NetworkRules, OnTimeout, VolumeMount};
+pub use exports::e2b::tools::tools::{
+    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, Readiness, RichResult,
+    RunCodeArgs, RunCodeOutput, RunCommandArgs,
+};
+pub use exports::e2b::tools::types::{ErrorKind, KeyValue, ToolError};

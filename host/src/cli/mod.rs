@@ -1,0 +1,366 @@
+//! The `e2b-tools` command line: argument handling and the subcommands.
+
+pub(crate) mod args;
+pub(crate) mod logging;
+mod render;
+mod spinner;
+
+use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand};
+use e2b_tools_host::mcp::McpServer;
+use e2b_tools_host::{
+    default_backend, e2b_env, Backend, BackendKind, ClockMode, ComponentSource,
+    LocalBackendOptions, Runtime, SandboxConfig, Session, SessionOptions,
+};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// Exit status of a call whose result has `success: false`, or of a failure
+/// of the host itself.
+const EXIT_FAILURE: u8 = 1;
+/// Exit status of a usage error.
+const EXIT_USAGE: u8 = 2;
+
+/// An error that ends the command, with the exit status to use.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: EXIT_USAGE,
+            message: message.into(),
+        }
+    }
+
+    fn host(err: impl std::fmt::Display) -> Self {
+        Self {
+            code: EXIT_FAILURE,
+            message: err.to_string(),
+        }
+    }
+}
+
+/// Runs the parsed command line and returns the process's exit status.
+pub(crate) async fn run(cli: Cli) -> ExitCode {
+    let result = match cli.command {
+        Command::Tools => tools(&cli.global).await,
+        Command::Call(call_args) => call(&cli.global, call_args).await,
+        Command::Batch => batch(&cli.global).await,
+        Command::Mcp => mcp(&cli.global).await,
+        Command::Local {
+            command: LocalCommand::Serve { port },
+        } => local_serve(&cli.global, port).await,
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            eprintln!("e2b-tools: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+/// `tools`: the catalog needs no sandbox and no backend.
+async fn tools(global: &GlobalArgs) -> Result<u8, Failure> {
+    let runtime = load_runtime(global).await?;
+    let session = open_session(&runtime, global, e2b_env(std::env::vars())).await?;
+    let specs = session.list_tools().await.map_err(Failure::host)?;
+    let mut catalog = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let parameters: Value = serde_json::from_str(&spec.parameters_schema).map_err(|err| {
+            Failure::host(format!("tool {} has an invalid schema: {err}", spec.name))
+        })?;
+        catalog.push(json!({
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": parameters,
+        }));
+    }
+    print_stdout(&format!("{}\n", pretty(&Value::Array(catalog))))?;
+    Ok(0)
+}
+
+/// `call TOOL [ARGS]`: one call in a fresh sandbox.
+async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, Failure> {
+    let args: Value = match &call_args.args {
+        None => json!({}),
+        Some(text) => serde_json::from_str(text)
+            .map_err(|err| Failure::usage(format!("ARGS is not valid JSON: {err}")))?,
+    };
+    if !args.is_object() {
+        return Err(Failure::usage("ARGS must be a JSON object"));
+    }
+    let runtime = load_runtime(global).await?;
+    let (backend, env) = start_backend(global).await?;
+    let outcome = async {
+        let session = open_session(&runtime, global, env).await?;
+        let names: Vec<String> = session
+            .list_tools()
+            .await
+            .map_err(Failure::host)?
+            .into_iter()
+            .map(|spec| spec.name)
+            .collect();
+        if !names.contains(&call_args.tool) {
+            return Err(Failure::usage(format!(
+                "unknown tool {:?}; the tools are: {}",
+                call_args.tool,
+                names.join(", ")
+            )));
+        }
+        let result = {
+            let _spinner = spinner::Spinner::start(format!("{} running", call_args.tool));
+            interruptible(session.call_json(&call_args.tool, &args)).await
+        };
+        shutdown_session(&session).await;
+        let result = result?.map_err(Failure::host)?;
+        Ok(result)
+    }
+    .await;
+    backend.shutdown().await;
+    let result = outcome?;
+
+    if call_args.json {
+        print_stdout(&format!("{result}\n"))?;
+    } else {
+        let stdout = std::io::stdout();
+        let stderr = std::io::stderr();
+        render::render(
+            &call_args.tool,
+            &result,
+            &mut stdout.lock(),
+            &mut stderr.lock(),
+        )
+        .map_err(Failure::host)?;
+    }
+    let success = result.get("success").and_then(Value::as_bool) == Some(true);
+    Ok(if success { 0 } else { EXIT_FAILURE })
+}
+
+/// `batch`: JSON lines in, one result line out per call, one sandbox.
+async fn batch(global: &GlobalArgs) -> Result<u8, Failure> {
+    let runtime = load_runtime(global).await?;
+    let (backend, env) = start_backend(global).await?;
+    let outcome = async {
+        let session = open_session(&runtime, global, env).await?;
+        let result = interruptible(run_batch_lines(&session)).await;
+        shutdown_session(&session).await;
+        result?
+    }
+    .await;
+    backend.shutdown().await;
+    outcome
+}
+
+async fn run_batch_lines(session: &Session) -> Result<u8, Failure> {
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdout = tokio::io::stdout();
+    let mut number = 0usize;
+    let mut all_succeeded = true;
+    while let Some(line) = lines.next_line().await.map_err(Failure::host)? {
+        number += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let result = match parse_batch_line(&line) {
+            Ok((tool, args)) => match session.call_json(&tool, &args).await {
+                Ok(result) => result,
+                // The session is gone (trap): say so for this and every later line.
+                Err(err) => failure_result(&err.to_string()),
+            },
+            Err(reason) => failure_result(&format!("malformed batch line {number}: {reason}")),
+        };
+        all_succeeded &= result.get("success").and_then(Value::as_bool) == Some(true);
+        stdout
+            .write_all(format!("{result}\n").as_bytes())
+            .await
+            .map_err(Failure::host)?;
+        stdout.flush().await.map_err(Failure::host)?;
+    }
+    Ok(if all_succeeded { 0 } else { EXIT_FAILURE })
+}
+
+/// Parses `{"tool": "...", "args": {...}}` (`args` optional).
+fn parse_batch_line(line: &str) -> Result<(String, Value), String> {
+    let value: Value = serde_json::from_str(line).map_err(|err| format!("invalid JSON: {err}"))?;
+    let tool = value
+        .get("tool")
+        .and_then(Value::as_str)
+        .ok_or("expected {\"tool\": \"<name>\", \"args\": {...}}")?;
+    let args = match value.get("args") {
+        None | Some(Value::Null) => json!({}),
+        Some(args @ Value::Object(_)) => args.clone(),
+        Some(_) => return Err("\"args\" must be a JSON object".into()),
+    };
+    Ok((tool.to_string(), args))
+}
+
+/// A result object in e2b-adk's failure shape.
+fn failure_result(error: &str) -> Value {
+    json!({"success": false, "error": error, "partial_output": ""})
+}
+
+/// `mcp`: an MCP server on stdio, one session for the connection.
+async fn mcp(global: &GlobalArgs) -> Result<u8, Failure> {
+    let runtime = load_runtime(global).await?;
+    let (backend, env) = start_backend(global).await?;
+    let outcome = async {
+        let session = open_session(&runtime, global, env).await?;
+        let server = McpServer::new(session).await.map_err(Failure::host)?;
+        server.serve_stdio().await.map_err(Failure::host)
+    }
+    .await;
+    backend.shutdown().await;
+    outcome.map(|()| 0)
+}
+
+/// `local serve`: the local server alone, for the official SDKs.
+async fn local_serve(global: &GlobalArgs, port: u16) -> Result<u8, Failure> {
+    let options = e2b_local::Options {
+        port,
+        isolation: if global.no_isolation {
+            e2b_local::Isolation::None
+        } else {
+            e2b_local::Isolation::Bwrap
+        },
+        time_scale: global.time_scale.unwrap_or(1.0),
+        ..e2b_local::Options::default()
+    };
+    e2b_local::serve_forever(options, |server| {
+        println!("E2B_API_URL={}", server.url());
+        println!("E2B_SANDBOX_URL={}", server.url());
+        println!("E2B_API_KEY={}", server.api_key());
+        let _ = std::io::stdout().flush();
+        eprintln!(
+            "e2b-tools: local server listening on {}; Ctrl-C stops it",
+            server.url()
+        );
+    })
+    .await
+    .map_err(Failure::host)?;
+    Ok(0)
+}
+
+async fn load_runtime(global: &GlobalArgs) -> Result<Runtime, Failure> {
+    let source = match &global.component {
+        Some(path) => ComponentSource::File(path.clone()),
+        None => ComponentSource::Embedded,
+    };
+    // Compiling is CPU-bound (seconds on a cache miss): keep it off the
+    // async workers.
+    tokio::task::spawn_blocking(move || Runtime::load(source))
+        .await
+        .map_err(Failure::host)?
+        .map_err(Failure::host)
+}
+
+/// Starts the chosen backend; returns it and the environment sessions get.
+async fn start_backend(
+    global: &GlobalArgs,
+) -> Result<(Backend, BTreeMap<String, String>), Failure> {
+    let env = e2b_env(std::env::vars());
+    let kind = match global.backend {
+        Some(BackendArg::E2b) => BackendKind::E2b,
+        Some(BackendArg::Local) => BackendKind::Local,
+        None => {
+            let (kind, notice) = default_backend(&env);
+            if let Some(notice) = notice {
+                eprintln!("{notice}");
+            }
+            kind
+        }
+    };
+    let local = LocalBackendOptions {
+        port: 0,
+        no_isolation: global.no_isolation,
+        time_scale: global.time_scale.unwrap_or(1.0),
+    };
+    let backend = Backend::start(kind, &env, &local)
+        .await
+        .map_err(Failure::host)?;
+    let session_env = backend.session_env(&env);
+    Ok((backend, session_env))
+}
+
+async fn open_session(
+    runtime: &Runtime,
+    global: &GlobalArgs,
+    env: BTreeMap<String, String>,
+) -> Result<Session, Failure> {
+    let options = SessionOptions {
+        config: sandbox_config(global),
+        env,
+        memory_limit: global.memory_limit_mib.saturating_mul(1 << 20),
+        clock: global.time_scale.map_or(ClockMode::Real, ClockMode::Scaled),
+        policy: None,
+    };
+    Session::open(runtime, options).await.map_err(Failure::host)
+}
+
+fn sandbox_config(global: &GlobalArgs) -> SandboxConfig {
+    SandboxConfig {
+        template: global.template.clone(),
+        timeout_seconds: global.timeout,
+        metadata: global.metadata.clone(),
+        envs: global.envs.clone(),
+        max_output_bytes: global.max_output_bytes,
+        rich_results: global.rich_results.then_some(true),
+        sandbox_id: global.sandbox_id.clone(),
+        ..SandboxConfig::default()
+    }
+}
+
+/// Kills the session's sandbox, reporting (not failing on) errors.
+async fn shutdown_session(session: &Session) {
+    if let Err(err) = session.shutdown().await {
+        eprintln!("e2b-tools: could not shut the sandbox down: {err}");
+    }
+}
+
+/// Runs `work` unless Ctrl-C comes first (then the caller still shuts the
+/// sandbox down).
+async fn interruptible<T>(work: impl std::future::Future<Output = T>) -> Result<T, Failure> {
+    tokio::select! {
+        result = work => Ok(result),
+        _ = tokio::signal::ctrl_c() => Err(Failure {
+            code: 130,
+            message: "interrupted".into(),
+        }),
+    }
+}
+
+fn print_stdout(text: &str) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(Failure::host)
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_lines_need_a_tool_and_an_object_of_args() {
+        let (tool, args) = parse_batch_line(r#"{"tool":"run_code","args":{"code":"1"}}"#).unwrap();
+        assert_eq!(tool, "run_code");
+        assert_eq!(args, json!({"code": "1"}));
+        assert_eq!(
+            parse_batch_line(r#"{"tool":"list_files"}"#).unwrap().1,
+            json!({})
+        );
+        assert!(parse_batch_line("not json").is_err());
+        assert!(parse_batch_line(r#"{"args":{}}"#).is_err());
+        assert!(parse_batch_line(r#"{"tool":"x","args":[1]}"#).is_err());
+    }
+}

@@ -1,0 +1,240 @@
+//! The tools as an MCP server (rmcp), one [`Session`] per connection.
+//!
+//! The catalog comes from the component (`catalog.list-tools`): names,
+//! descriptions and JSON Schemas are served as they are, and calls go
+//! through `catalog.call-tool`, so the MCP tools behave exactly as the
+//! JSON tools a model gets elsewhere. A result becomes a text block holding
+//! the result object as JSON; images produced by `run_code` with rich
+//! results become MCP image blocks. `success: false` sets `isError`.
+//!
+//! ```no_run
+//! # async fn example(runtime: e2b_tools_host::Runtime) -> anyhow::Result<()> {
+//! use e2b_tools_host::{mcp::McpServer, Session, SessionOptions};
+//! let session = Session::open(&runtime, SessionOptions::default()).await?;
+//! McpServer::new(session).await?.serve_stdio().await?;
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::session::{Session, SessionError};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// Why the MCP server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The session failed while reading the catalog.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// A tool's parameters schema from the component is not a JSON object.
+    #[error("the schema of tool {tool} is not a JSON object: {reason}")]
+    BadSchema {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The MCP transport failed.
+    #[error("MCP transport: {0}")]
+    Transport(String),
+}
+
+/// An MCP server handler over one session.
+#[derive(Clone)]
+pub struct McpServer {
+    session: Arc<Session>,
+    tools: Arc<Vec<Tool>>,
+    instructions: String,
+}
+
+impl McpServer {
+    /// Reads the catalog and the instructions from the session's component.
+    pub async fn new(session: Session) -> Result<Self, McpError> {
+        let specs = session.list_tools().await?;
+        let instructions = session.instructions().await?;
+        let mut tools = Vec::with_capacity(specs.len());
+        for spec in specs {
+            let schema: Map<String, Value> = serde_json::from_str(&spec.parameters_schema)
+                .map_err(|err| McpError::BadSchema {
+                    tool: spec.name.clone(),
+                    reason: err.to_string(),
+                })?;
+            tools.push(Tool::new(spec.name, spec.description, schema));
+        }
+        Ok(Self {
+            session: Arc::new(session),
+            tools: Arc::new(tools),
+            instructions,
+        })
+    }
+
+    /// The session the tools run in.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// Serves MCP on stdin/stdout until the client closes the connection,
+    /// then shuts the sandbox down.
+    pub async fn serve_stdio(self) -> Result<(), McpError> {
+        self.serve(rmcp::transport::stdio()).await
+    }
+
+    /// Serves MCP on any byte transport (for example an in-memory duplex in
+    /// tests) until it closes, then shuts the sandbox down.
+    pub async fn serve<R, W>(self, (reader, writer): (R, W)) -> Result<(), McpError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let session = self.session.clone();
+        let served = async {
+            let running = ServiceExt::serve(self, (reader, writer))
+                .await
+                .map_err(|err| McpError::Transport(err.to_string()))?;
+            running
+                .waiting()
+                .await
+                .map_err(|err| McpError::Transport(err.to_string()))?;
+            Ok::<(), McpError>(())
+        }
+        .await;
+        if let Err(err) = session.shutdown().await {
+            tracing::warn!(target: crate::AUDIT_TARGET, error = %err, "sandbox shutdown failed");
+        }
+        served
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("e2b-tools", env!("CARGO_PKG_VERSION")))
+            .with_instructions(self.instructions.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if !self.tools.iter().any(|t| t.name == request.name) {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {}", request.name),
+                None,
+            ));
+        }
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let result = match self.session.call_json(&request.name, &args).await {
+            Ok(value) => tool_result(value),
+            Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_string())]),
+        };
+        Ok(result.into())
+    }
+}
+
+/// Turns a tool's result object into MCP content: images as image blocks,
+/// the rest as JSON text.
+pub fn tool_result(mut value: Value) -> CallToolResult {
+    let success = value.get("success").and_then(Value::as_bool) == Some(true);
+    let images = extract_images(&mut value);
+    let mut content = vec![ContentBlock::text(value.to_string())];
+    content.extend(
+        images
+            .into_iter()
+            .map(|(data, mime)| ContentBlock::image(data, mime)),
+    );
+    if success {
+        CallToolResult::success(content)
+    } else {
+        CallToolResult::error(content)
+    }
+}
+
+/// Moves base64 image data out of a result's rich results (`rich` or
+/// `results`: objects with `mime_type` and `data`), leaving a short note in
+/// their place so the text block stays readable.
+fn extract_images(value: &mut Value) -> Vec<(String, String)> {
+    let mut images = Vec::new();
+    for key in ["rich", "results"] {
+        let Some(items) = value.get_mut(key).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for item in items {
+            let Some(object) = item.as_object_mut() else {
+                continue;
+            };
+            let mime = object
+                .get("mime_type")
+                .or_else(|| object.get("mimeType"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let Some(mime) = mime.filter(|m| m.starts_with("image/") && m != "image/svg+xml")
+            else {
+                continue;
+            };
+            if let Some(Value::String(data)) = object.remove("data") {
+                object.insert(
+                    "data".into(),
+                    Value::String(format!("<{mime} image returned as MCP image content>")),
+                );
+                images.push((data, mime));
+            }
+        }
+    }
+    images
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn failures_are_error_results() {
+        let result = tool_result(json!({"success": false, "error": "x", "partial_output": ""}));
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(result.content.len(), 1);
+    }
+
+    #[test]
+    fn png_rich_results_become_image_blocks() {
+        let result = tool_result(json!({
+            "stdout": "", "rich": [
+                {"mime_type": "image/png", "data": "iVBORw0KGgo=", "is_main_result": true},
+                {"mime_type": "text/html", "data": "<b>x</b>", "is_main_result": false}
+            ],
+            "success": true
+        }));
+        assert_eq!(result.is_error, Some(false));
+        assert_eq!(result.content.len(), 2);
+        match &result.content[1] {
+            ContentBlock::Image(image) => {
+                assert_eq!(image.data, "iVBORw0KGgo=");
+                assert_eq!(image.mime_type, "image/png");
+            }
+            other => panic!("expected an image, got {other:?}"),
+        }
+        match &result.content[0] {
+            ContentBlock::Text(text) => {
+                assert!(!text.text.contains("iVBORw0KGgo="));
+                assert!(text.text.contains("<b>x</b>"));
+            }
+            other => panic!("expected text, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! Outbound HTTP of the component: the one interception point
+//! (`WasiHttpHooks::send_request`) where the allow-list is enforced and
+//! requests are sent over pooled keep-alive connections.
+//!
+//! wasmtime-wasi-http's default sender opens a new TCP (and TLS) connection
+//! per request; a tool call makes several requests to the same two hosts, so
+//! a shared pool saves a handshake on every one of them.
+
+use crate::policy::OutboundPolicy;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use std::error::Error as StdError;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+
+/// How long an idle pooled connection is kept.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long establishing a TCP connection may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Wait for response headers when the guest sets no first-byte timeout
+/// (the guest enforces its own, shorter, deadlines).
+const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(600);
+
+type PooledClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// A pooled HTTP/1.1 client for plain HTTP and HTTPS (rustls, webpki roots),
+/// shared by every session of a [`Runtime`](crate::Runtime).
+#[derive(Clone)]
+pub struct OutboundClient {
+    client: PooledClient,
+}
+
+impl std::fmt::Debug for OutboundClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboundClient").finish_non_exhaustive()
+    }
+}
+
+impl OutboundClient {
+    /// Builds a client with an empty connection pool.
+    pub fn new() -> Result<Self, io::Error> {
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        // The ring provider explicitly: relying on a process-wide default
+        // panics if another dependency enables a second rustls backend.
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
+            .map_err(io::Error::other)?
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(tcp);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .build(connector);
+        Ok(Self { client })
+    }
+
+    /// Sends `request` over a pooled connection. The request body is read to
+    /// its end first (see [`collect_body`]).
+    async fn send(
+        &self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+    ) -> Result<http::Response<WasiBody>, Error> {
+        let (parts, body) = request.into_parts();
+        let body = collect_body(body).await?;
+        let request = http::Request::from_parts(parts, Full::new(body));
+
+        let first_byte_timeout = options
+            .and_then(|o| o.first_byte_timeout)
+            .unwrap_or(DEFAULT_FIRST_BYTE_TIMEOUT);
+        let response = tokio::time::timeout(first_byte_timeout, self.client.request(request))
+            .await
+            .map_err(|_| Error::ConnectionReadTimeout)?
+            .map_err(|err| classify_client_error(&err))?;
+
+        let between_bytes = options.and_then(|o| o.between_bytes_timeout);
+        Ok(response.map(|body| {
+            let body = body.map_err(Error::from);
+            match between_bytes {
+                Some(limit) => BetweenBytesTimeout::new(body, limit).boxed_unsync(),
+                None => body.boxed_unsync(),
+            }
+        }))
+    }
+}
+
+/// Reads the guest's request body to its end.
+///
+/// Why: a guest may call `outgoing-handler.handle` before it finishes
+/// writing the body (wstd's client does). Streaming that body into hyper
+/// lets hyper send a body-less request and drop the receiver, and the guest
+/// then sees a reset. Draining it here removes that race; our bodies are
+/// small JSON documents and file contents.
+async fn collect_body(body: WasiBody) -> Result<Bytes, Error> {
+    Ok(body.collect().await?.to_bytes())
+}
+
+/// Maps a pooled client's error onto the `wasi:http` error the guest sees.
+fn classify_client_error(err: &hyper_util::client::legacy::Error) -> Error {
+    tracing::debug!(error = %DisplayChain(err), "outbound request failed");
+    let mut source: Option<&(dyn StdError + 'static)> = err.source();
+    while let Some(cause) = source {
+        if let Some(io_err) = cause.downcast_ref::<io::Error>() {
+            return match io_err.kind() {
+                io::ErrorKind::TimedOut => Error::ConnectionTimeout,
+                io::ErrorKind::ConnectionRefused => Error::ConnectionRefused,
+                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
+                    Error::ConnectionTerminated
+                }
+                _ if err.is_connect() && io_err.to_string().contains("lookup") => Error::DnsError {
+                    rcode: Some(io_err.to_string()),
+                    info_code: None,
+                },
+                _ if err.is_connect() => Error::ConnectionRefused,
+                _ => Error::Connect(io::Error::new(io_err.kind(), io_err.to_string())),
+            };
+        }
+        if let Some(hyper_err) = cause.downcast_ref::<hyper::Error>() {
+            return if hyper_err.is_incomplete_message() || hyper_err.is_closed() {
+                Error::HttpResponseIncomplete
+            } else if hyper_err.is_timeout() {
+                Error::HttpResponseTimeout
+            } else {
+                Error::HttpProtocolError
+            };
+        }
+        source = cause.source();
+    }
+    if err.is_connect() {
+        Error::ConnectionRefused
+    } else {
+        Error::HttpProtocolError
+    }
+}
+
+/// Formats an error with its chain of causes.
+struct DisplayChain<'a>(&'a dyn StdError);
+
+impl std::fmt::Display for DisplayChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+/// A response body that fails when no frame arrives within `limit`
+/// (the guest's `between-bytes-timeout` request option).
+struct BetweenBytesTimeout<B> {
+    inner: B,
+    limit: Duration,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<B> BetweenBytesTimeout<B> {
+    fn new(inner: B, limit: Duration) -> Self {
+        Self {
+            inner,
+            limit,
+            deadline: Box::pin(tokio::time::sleep(limit)),
+        }
+    }
+}
+
+impl<B> http_body::Body for BetweenBytesTimeout<B>
+where
+    B: http_body::Body<Data = Bytes, Error = Error> + Unpin,
+{
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                let next = tokio::time::Instant::now() + this.limit;
+                this.deadline.as_mut().reset(next);
+                Poll::Ready(frame)
+            }
+            Poll::Pending => match this.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(Error::ConnectionReadTimeout))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The `wasi:http` hooks of one session: the allow-list, then the pool.
+pub(crate) struct OutboundHooks {
+    policy: Arc<OutboundPolicy>,
+    client: OutboundClient,
+}
+
+impl OutboundHooks {
+    pub(crate) fn new(policy: Arc<OutboundPolicy>, client: OutboundClient) -> Self {
+        Self { policy, client }
+    }
+}
+
+type SendFuture = Box<
+    dyn Future<
+            Output = Result<
+                (
+                    http::Response<WasiBody>,
+                    Box<dyn Future<Output = Result<(), Error>> + Send>,
+                ),
+                Error,
+            >,
+        > + Send,
+>;
+
+impl WasiHttpHooks for OutboundHooks {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _response_errors: Box<dyn Future<Output = Result<(), Error>> + Send>,
+    ) -> SendFuture {
+        if !self.policy.allows(request.uri()) {
+            // Host and port only: paths and queries may carry identifiers.
+            tracing::warn!(
+                target: "e2b_tools::audit",
+                method = %request.method(),
+                host = request.uri().host().unwrap_or(""),
+                port = request.uri().port_u16(),
+                allowed = %self.policy,
+                "outbound request denied by policy"
+            );
+            return Box::new(async { Err(Error::HttpRequestDenied) });
+        }
+        let client = self.client.clone();
+        Box::new(async move {
+            let response = client.send(request, options).await?;
+            // The pool drives the connection itself; nothing is left to poll.
+            let io: Box<dyn Future<Output = Result<(), Error>> + Send> = Box::new(async { Ok(()) });
+            Ok((response, io))
+        })
+    }
+}

@@ -1,0 +1,187 @@
+//! [`Runtime`]: the component compiled once, linked with WASI and
+//! `wasi:http`, ready to instantiate cheaply for each session.
+
+use crate::bindings::E2bToolsPre;
+use crate::clock::{ScaledClock, ScaledClockView};
+use crate::outbound::OutboundClient;
+use crate::state::SessionState;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Cache, CacheConfig, Config, Engine};
+
+/// The guest component built by `host/build.rs` from this workspace.
+pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(env!("E2B_TOOLS_EMBEDDED_COMPONENT"));
+
+/// Where the component comes from.
+#[derive(Debug, Clone)]
+pub enum ComponentSource {
+    /// The component embedded in this crate ([`EMBEDDED_COMPONENT`]).
+    Embedded,
+    /// A `.wasm` component file (or a `.wat` text).
+    File(PathBuf),
+    /// Component bytes (binary or `.wat` text).
+    Bytes(Vec<u8>),
+}
+
+/// Where compiled machine code is cached between processes.
+#[derive(Debug, Clone, Default)]
+pub enum CompileCache {
+    /// wasmtime's default cache directory (under the user's cache dir).
+    #[default]
+    Default,
+    /// This directory.
+    Directory(PathBuf),
+    /// No cache: every load compiles.
+    Disabled,
+}
+
+/// Options of [`Runtime::load_with`].
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    /// The compilation cache. A debug build compiles the component in
+    /// seconds; with the cache a second process start takes milliseconds.
+    pub cache: CompileCache,
+}
+
+/// Why the component could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The component file could not be read.
+    #[error("cannot read component {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// wasmtime's engine or cache could not be set up.
+    #[error("cannot set up wasmtime: {0}")]
+    Engine(String),
+    /// The bytes are not a valid component.
+    #[error("cannot compile the component: {0}")]
+    Compile(String),
+    /// The component does not fit this host: it imports something the host
+    /// does not provide, or does not export the `e2b-tools` world.
+    #[error("the component does not match the e2b-tools world: {0}")]
+    Link(String),
+    /// The HTTP client could not be built.
+    #[error("cannot set up the HTTP client: {0}")]
+    Http(std::io::Error),
+}
+
+/// The loaded component. Cheap to clone; share one per process and open
+/// [`Session`](crate::Session)s from it.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<RuntimeInner>,
+}
+
+struct RuntimeInner {
+    pre: E2bToolsPre<SessionState>,
+    client: OutboundClient,
+    load_time: Duration,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("load_time", &self.inner.load_time)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Loads a component with the default options (compilation cache on).
+    /// Blocking: compiling takes up to seconds on a cache miss.
+    pub fn load(source: ComponentSource) -> Result<Self, RuntimeError> {
+        Self::load_with(source, RuntimeOptions::default())
+    }
+
+    /// Loads a component. Blocking: compiling takes up to seconds on a
+    /// cache miss.
+    pub fn load_with(
+        source: ComponentSource,
+        options: RuntimeOptions,
+    ) -> Result<Self, RuntimeError> {
+        let started = Instant::now();
+        let engine = build_engine(&options)?;
+        let component = match source {
+            ComponentSource::Embedded => Component::new(&engine, EMBEDDED_COMPONENT),
+            ComponentSource::Bytes(bytes) => Component::new(&engine, bytes),
+            ComponentSource::File(path) => {
+                let bytes = std::fs::read(&path).map_err(|source| RuntimeError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+                Component::new(&engine, bytes)
+            }
+        }
+        .map_err(|err| RuntimeError::Compile(format!("{err:#}")))?;
+
+        let linker = build_linker(&engine).map_err(|err| RuntimeError::Link(format!("{err:#}")))?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .and_then(E2bToolsPre::new)
+            .map_err(|err| RuntimeError::Link(format!("{err:#}")))?;
+        let client = OutboundClient::new().map_err(RuntimeError::Http)?;
+        let load_time = started.elapsed();
+        tracing::debug!(load_ms = load_time.as_millis() as u64, "component loaded");
+        Ok(Self {
+            inner: Arc::new(RuntimeInner {
+                pre,
+                client,
+                load_time,
+            }),
+        })
+    }
+
+    /// How long loading (compiling or reading the cache, linking) took.
+    pub fn load_time(&self) -> Duration {
+        self.inner.load_time
+    }
+
+    pub(crate) fn pre(&self) -> &E2bToolsPre<SessionState> {
+        &self.inner.pre
+    }
+
+    pub(crate) fn client(&self) -> &OutboundClient {
+        &self.inner.client
+    }
+}
+
+fn build_engine(options: &RuntimeOptions) -> Result<Engine, RuntimeError> {
+    let engine_error = |err: wasmtime::Error| RuntimeError::Engine(format!("{err:#}"));
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    let cache = match &options.cache {
+        CompileCache::Disabled => None,
+        CompileCache::Default => Some(Cache::new(CacheConfig::new()).map_err(engine_error)?),
+        CompileCache::Directory(dir) => {
+            let mut cache_config = CacheConfig::new();
+            cache_config.with_directory(dir);
+            Some(Cache::new(cache_config).map_err(engine_error)?)
+        }
+    };
+    config.cache(cache);
+    Engine::new(&config).map_err(engine_error)
+}
+
+/// WASI p2 (no preopens, no sockets: see [`SessionState`]), `wasi:http`
+/// through our hooks, and our monotonic clock shadowing wasmtime-wasi's.
+fn build_linker(engine: &Engine) -> wasmtime::Result<Linker<SessionState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    linker.allow_shadowing(true);
+    wasmtime_wasi::p2::bindings::clocks::monotonic_clock::add_to_linker::<_, ScaledClock>(
+        &mut linker,
+        |state: &mut SessionState| ScaledClockView {
+            clock: &state.clock,
+            table: &mut state.table,
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(linker)
+}

@@ -1,0 +1,505 @@
+//! [`Session`]: one component instance, owning at most one sandbox.
+
+use crate::bindings::{
+    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, E2bTools, RunCodeArgs,
+    RunCodeOutput, RunCommandArgs, ToolError, ToolSpec,
+};
+use crate::clock::{ClockMode, SessionClock};
+use crate::config::SandboxConfig;
+use crate::outbound::OutboundHooks;
+use crate::policy::{OutboundPolicy, PolicyError};
+use crate::runtime::Runtime;
+use crate::state::SessionState;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{Mutex, MutexGuard};
+use wasmtime::{Store, StoreLimitsBuilder};
+
+/// Default cap on a session's linear memory: 256 MiB.
+pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
+
+/// The log target of the audit trail.
+pub const AUDIT_TARGET: &str = "e2b_tools::audit";
+
+/// Options of [`Session::open`].
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// The sandbox configuration handed to the component's `configure`.
+    pub config: SandboxConfig,
+    /// The component's environment. Only `E2B_*` variables are passed on;
+    /// others are dropped.
+    pub env: BTreeMap<String, String>,
+    /// Cap on the component's linear memory in bytes; growing past it traps
+    /// the instance (the host survives).
+    pub memory_limit: usize,
+    /// The guest's monotonic clock.
+    pub clock: ClockMode,
+    /// The outbound allow-list. `None` (the default) derives it from the
+    /// config and `env`: the E2B API host and the sandbox hosts.
+    pub policy: Option<OutboundPolicy>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self {
+            config: SandboxConfig::default(),
+            env: BTreeMap::new(),
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            clock: ClockMode::Real,
+            policy: None,
+        }
+    }
+}
+
+impl SessionOptions {
+    /// Options whose environment is the `E2B_*` variables of this process.
+    pub fn from_process_env(config: SandboxConfig) -> Self {
+        Self {
+            config,
+            env: e2b_env(std::env::vars()),
+            ..Self::default()
+        }
+    }
+}
+
+/// Keeps the `E2B_*` variables of `vars`.
+pub fn e2b_env(vars: impl IntoIterator<Item = (String, String)>) -> BTreeMap<String, String> {
+    vars.into_iter()
+        .filter(|(key, _)| key.starts_with("E2B_"))
+        .collect()
+}
+
+/// Why a session call failed (as opposed to a tool reporting a failure,
+/// which is a normal result).
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The options are unusable (a malformed URL, a bad clock scale).
+    #[error("invalid session options: {0}")]
+    InvalidOptions(String),
+    /// The component could not be instantiated.
+    #[error("cannot instantiate the component: {0}")]
+    Instantiate(String),
+    /// The component rejected the configuration.
+    #[error("the component rejected the configuration: {}", .0.message)]
+    Configure(ToolError),
+    /// The component trapped (for example it ran out of its memory cap).
+    /// The session is now dead; the host is unaffected.
+    #[error("the component trapped and the session is closed: {0}")]
+    Trapped(String),
+    /// An earlier call trapped; open a new session.
+    #[error("the session is closed after an earlier trap: {0}")]
+    Dead(String),
+    /// A lifecycle call (`shutdown`) failed.
+    #[error("{}", .0.message)]
+    Lifecycle(ToolError),
+    /// The component returned something that is not JSON from `call-tool`.
+    #[error("the component returned invalid JSON: {0}")]
+    InvalidJson(String),
+}
+
+impl From<PolicyError> for SessionError {
+    fn from(err: PolicyError) -> Self {
+        SessionError::InvalidOptions(err.to_string())
+    }
+}
+
+static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One component instance (one `Store`) and the sandbox it owns.
+///
+/// Calls are serialized: a call made while another runs waits its turn.
+/// Call [`Session::shutdown`] when done; dropping a session does not kill
+/// its sandbox (E2B kills it at its timeout).
+pub struct Session {
+    id: u64,
+    instance: Mutex<Instance>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Instance {
+    store: Store<SessionState>,
+    bindings: E2bTools,
+    /// The sandbox the component reported after the last call.
+    sandbox_id: Option<String>,
+    /// Whether the configuration asked to resume a given sandbox.
+    resume_id: Option<String>,
+    /// Set when the instance trapped: why.
+    dead: Option<String>,
+}
+
+impl Session {
+    /// Instantiates the component and configures it. Contacts nobody: the
+    /// sandbox is created by the first tool call.
+    pub async fn open(runtime: &Runtime, options: SessionOptions) -> Result<Session, SessionError> {
+        if !options.clock.is_valid() {
+            return Err(SessionError::InvalidOptions(format!(
+                "clock scale must be positive and finite, got {}",
+                options.clock.scale()
+            )));
+        }
+        let id = NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed);
+        let env = e2b_env(options.env);
+        let config = &options.config;
+        let policy = match options.policy {
+            Some(policy) => policy,
+            None => OutboundPolicy::for_endpoints(
+                config
+                    .api_url
+                    .as_deref()
+                    .or(env.get("E2B_API_URL").map(String::as_str)),
+                config
+                    .sandbox_url
+                    .as_deref()
+                    .or(env.get("E2B_SANDBOX_URL").map(String::as_str)),
+                config
+                    .domain
+                    .as_deref()
+                    .or(env.get("E2B_DOMAIN").map(String::as_str)),
+            )?,
+        };
+        tracing::info!(target: AUDIT_TARGET, session = id, allowed = %policy, "session opened");
+
+        let hooks = OutboundHooks::new(Arc::new(policy), runtime.client().clone());
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(options.memory_limit)
+            .trap_on_grow_failure(true)
+            .build();
+        let state = SessionState::new(&env, hooks, limits, SessionClock::new(options.clock));
+        let mut store = Store::new(runtime.pre().engine(), state);
+        store.limiter(|state| &mut state.limits);
+
+        let bindings = runtime
+            .pre()
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|err| SessionError::Instantiate(format!("{err:#}")))?;
+        let wit_config = crate::bindings::Config::from(config);
+        bindings
+            .e2b_tools_lifecycle()
+            .call_configure(&mut store, &wit_config)
+            .await
+            .map_err(|err| SessionError::Trapped(format!("{err:#}")))?
+            .map_err(SessionError::Configure)?;
+
+        Ok(Session {
+            id,
+            instance: Mutex::new(Instance {
+                store,
+                bindings,
+                sandbox_id: None,
+                resume_id: config.sandbox_id.clone(),
+                dead: None,
+            }),
+        })
+    }
+
+    /// This session's number in the audit trail.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The tools (names, descriptions, JSON Schemas of their arguments).
+    pub async fn list_tools(&self) -> Result<Vec<ToolSpec>, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let result = inst
+            .bindings
+            .e2b_tools_catalog()
+            .call_list_tools(&mut inst.store)
+            .await;
+        inst.settle(self.id, result)
+    }
+
+    /// A system-prompt fragment describing the tools and the sandbox.
+    pub async fn instructions(&self) -> Result<String, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let result = inst
+            .bindings
+            .e2b_tools_catalog()
+            .call_instructions(&mut inst.store)
+            .await;
+        inst.settle(self.id, result)
+    }
+
+    /// The ID of this session's sandbox, if one is open.
+    pub async fn sandbox_id(&self) -> Result<Option<String>, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let result = inst
+            .bindings
+            .e2b_tools_lifecycle()
+            .call_sandbox_id(&mut inst.store)
+            .await;
+        inst.settle(self.id, result)
+    }
+
+    /// Calls a tool by name with a JSON object of arguments and returns its
+    /// result object as e2b-adk returns it (`success` plus fields, or
+    /// `success: false` with `error`). An unknown tool or bad arguments is a
+    /// `success: false` result, not an `Err`.
+    pub async fn call_json(
+        &self,
+        tool: &str,
+        args: &serde_json::Value,
+    ) -> Result<serde_json::Value, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let started = inst.call_started(self.id, tool);
+        let args_json = args.to_string();
+        let result = inst
+            .bindings
+            .e2b_tools_catalog()
+            .call_call_tool(&mut inst.store, tool, &args_json)
+            .await;
+        let text = inst.settle(self.id, result)?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|err| SessionError::InvalidJson(err.to_string()))?;
+        let success = value.get("success").and_then(|s| s.as_bool()) == Some(true);
+        inst.call_finished(self.id, tool, started, success, None)
+            .await;
+        Ok(value)
+    }
+
+    /// Runs code in the sandbox's stateful kernel.
+    pub async fn run_code(
+        &self,
+        args: &RunCodeArgs,
+    ) -> Result<Result<RunCodeOutput, ToolError>, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let started = inst.call_started(self.id, "run_code");
+        let result = inst
+            .bindings
+            .e2b_tools_tools()
+            .call_run_code(&mut inst.store, args)
+            .await;
+        inst.tool_result(self.id, "run_code", started, result).await
+    }
+
+    /// Runs a shell command and waits for it.
+    pub async fn run_command(
+        &self,
+        args: &RunCommandArgs,
+    ) -> Result<Result<CommandOutput, ToolError>, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let started = inst.call_started(self.id, "run_command");
+        let result = inst
+            .bindings
+            .e2b_tools_tools()
+            .call_run_command(&mut inst.store, args)
+            .await;
+        inst.tool_result(self.id, "run_command", started, result)
+            .await
+    }
+
+    /// Writes a text file, creating parent directories.
+    pub async fn write_file(
+        &self,
+        path: &str,
+        content: &str,
+    ) -> Result<Result<(), ToolError>, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let started = inst.call_started(self.id, "write_file");
+        let result = inst
+            .bindings
+            .e2b_tools_tools()
+            .call_write_file(&mut inst.store, path, content)
+            .await;
+        inst.tool_result(self.id, "write_file", started, result)
+            .await
+    }
+
+    /// Reads a text file.
+    pub async fn read_file(&self, path: &str) -> Result<Result<String, ToolError>, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let started = inst.call_started(self.id, "read_file");
+        let result = inst
+            .bindings
+            .e2b_tools_tools()
+            .call_read_file(&mut inst.store, path)
+            .await;
+        inst.tool_result(self.id, "read_file", started, result)
+            .await
+    }
+
+    /// Lists a directory one level deep (default: the home directory).
+    pub async fn list_files(
+        &self,
+        path: Option<&str>,
+    ) -> Result<Result<Vec<DirEntry>, ToolError>, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let started = inst.call_started(self.id, "list_files");
+        let result = inst
+            .bindings
+            .e2b_tools_tools()
+            .call_list_files(&mut inst.store, path)
+            .await;
+        inst.tool_result(self.id, "list_files", started, result)
+            .await
+    }
+
+    /// Starts a long-running command.
+    pub async fn start_background_command(
+        &self,
+        args: &BackgroundArgs,
+    ) -> Result<Result<BackgroundProcess, ToolError>, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let started = inst.call_started(self.id, "start_background_command");
+        let result = inst
+            .bindings
+            .e2b_tools_tools()
+            .call_start_background_command(&mut inst.store, args)
+            .await;
+        inst.tool_result(self.id, "start_background_command", started, result)
+            .await
+    }
+
+    /// Kills the sandbox (or leaves it to pause, with `on-timeout: pause`).
+    /// Returns whether one was killed. The session stays usable: a later
+    /// tool call creates a fresh sandbox.
+    pub async fn shutdown(&self) -> Result<bool, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let sandbox = inst.sandbox_id.clone();
+        let result = inst
+            .bindings
+            .e2b_tools_lifecycle()
+            .call_shutdown(&mut inst.store)
+            .await;
+        let killed = inst
+            .settle(self.id, result)?
+            .map_err(SessionError::Lifecycle)?;
+        if let Some(sandbox) = sandbox {
+            tracing::info!(
+                target: AUDIT_TARGET,
+                session = self.id,
+                sandbox = %sandbox,
+                killed,
+                "sandbox shut down"
+            );
+        }
+        inst.sandbox_id = None;
+        inst.resume_id = None;
+        Ok(killed)
+    }
+
+    async fn lock_alive(&self) -> Result<MutexGuard<'_, Instance>, SessionError> {
+        let guard = self.instance.lock().await;
+        match &guard.dead {
+            Some(reason) => Err(SessionError::Dead(reason.clone())),
+            None => Ok(guard),
+        }
+    }
+}
+
+impl Instance {
+    /// Turns a wasmtime error (a trap) into a dead session.
+    fn settle<T>(&mut self, session: u64, result: wasmtime::Result<T>) -> Result<T, SessionError> {
+        result.map_err(|err| {
+            let reason = format!("{err:#}");
+            tracing::error!(
+                target: AUDIT_TARGET,
+                session,
+                error = %reason,
+                "component trapped; session closed"
+            );
+            self.dead = Some(reason.clone());
+            SessionError::Trapped(reason)
+        })
+    }
+
+    fn call_started(&self, session: u64, tool: &str) -> Instant {
+        tracing::info!(target: AUDIT_TARGET, session, tool, "tool call started");
+        Instant::now()
+    }
+
+    async fn tool_result<T>(
+        &mut self,
+        session: u64,
+        tool: &str,
+        started: Instant,
+        result: wasmtime::Result<Result<T, ToolError>>,
+    ) -> Result<Result<T, ToolError>, SessionError> {
+        let result = self.settle(session, result)?;
+        let error_kind = result.as_ref().err().map(|e| e.kind);
+        self.call_finished(session, tool, started, result.is_ok(), error_kind)
+            .await;
+        Ok(result)
+    }
+
+    /// Logs the end of a call and any change of sandbox it caused.
+    async fn call_finished(
+        &mut self,
+        session: u64,
+        tool: &str,
+        started: Instant,
+        success: bool,
+        error_kind: Option<crate::bindings::ErrorKind>,
+    ) {
+        let duration_ms = started.elapsed().as_millis() as u64;
+        match error_kind {
+            Some(kind) => tracing::info!(
+                target: AUDIT_TARGET,
+                session,
+                tool,
+                duration_ms,
+                success,
+                error_kind = ?kind,
+                "tool call finished"
+            ),
+            None => tracing::info!(
+                target: AUDIT_TARGET,
+                session,
+                tool,
+                duration_ms,
+                success,
+                "tool call finished"
+            ),
+        }
+        self.observe_sandbox(session).await;
+    }
+
+    /// Asks the component for its sandbox and logs creation, resumption or
+    /// loss.
+    async fn observe_sandbox(&mut self, session: u64) {
+        let result = self
+            .bindings
+            .e2b_tools_lifecycle()
+            .call_sandbox_id(&mut self.store)
+            .await;
+        let Ok(current) = self.settle(session, result) else {
+            return;
+        };
+        if current == self.sandbox_id {
+            return;
+        }
+        match (&self.sandbox_id, &current) {
+            (_, Some(new)) if self.resume_id.as_deref() == Some(new.as_str()) => {
+                tracing::info!(target: AUDIT_TARGET, session, sandbox = %new, "sandbox resumed")
+            }
+            (_, Some(new)) => {
+                tracing::info!(target: AUDIT_TARGET, session, sandbox = %new, "sandbox created")
+            }
+            (Some(old), None) => {
+                tracing::info!(target: AUDIT_TARGET, session, sandbox = %old, "sandbox gone")
+            }
+            (None, None) => {}
+        }
+        self.sandbox_id = current;
+    }
+}

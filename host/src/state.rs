@@ -1,0 +1,67 @@
+//! The per-session store data: what one component instance may touch.
+
+use crate::clock::SessionClock;
+use crate::outbound::OutboundHooks;
+use std::collections::BTreeMap;
+use wasmtime::component::ResourceTable;
+use wasmtime::StoreLimits;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+/// The `T` of a session's `Store<T>`.
+pub(crate) struct SessionState {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    pub(crate) table: ResourceTable,
+    hooks: OutboundHooks,
+    pub(crate) limits: StoreLimits,
+    pub(crate) clock: SessionClock,
+}
+
+impl SessionState {
+    /// A state whose guest sees only `env` as its environment, no
+    /// filesystem, no sockets and no stdin; its stdout/stderr go to the
+    /// host's stderr so guest panics are visible.
+    pub(crate) fn new(
+        env: &BTreeMap<String, String>,
+        hooks: OutboundHooks,
+        limits: StoreLimits,
+        clock: SessionClock,
+    ) -> Self {
+        let mut wasi = WasiCtx::builder();
+        for (key, value) in env {
+            wasi.env(key, value);
+        }
+        wasi.inherit_stderr()
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        Self {
+            wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+            hooks,
+            limits,
+            clock,
+        }
+    }
+}
+
+impl WasiView for SessionState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for SessionState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.hooks,
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! `e2b-tools call` for each tool and `e2b-tools batch`, on the local
+//! backend (the default without `E2B_API_KEY`).
+
+use crate::binary::{e2b_tools, run, Run};
+use serde_json::{json, Value};
+
+fn call_json(tool: &str, args: Value) -> (Run, Value) {
+    let out = run(e2b_tools(&["call", "--json", tool, &args.to_string()]), "");
+    let result = out.json();
+    (out, result)
+}
+
+#[test]
+fn the_default_backend_without_a_key_is_local_and_says_so() {
+    let out = run(
+        e2b_tools(&["call", "run_code", r#"{"code": "print(6 * 7)"}"#]),
+        "",
+    );
+    assert_eq!(out.status, 0, "{out:?}");
+    assert!(out.stderr.contains("using the local backend"), "{out:?}");
+    // Human rendering: the sandbox's stdout is our stdout.
+    assert_eq!(out.stdout, "42\n", "{out:?}");
+}
+
+#[test]
+fn run_code_returns_stdout_and_the_last_value() {
+    let (out, result) = call_json("run_code", json!({"code": "print('hi')\n40 + 2"}));
+    assert_eq!(out.status, 0, "{out:?}");
+    assert_eq!(result["success"], true, "{out:?}");
+    assert_eq!(result["stdout"], "hi\n");
+    assert_eq!(result["text"], "42");
+}
+
+#[test]
+fn run_command_returns_output_and_exit_code() {
+    let (out, result) = call_json("run_command", json!({"command": "echo hello; exit 3"}));
+    assert_eq!(
+        out.status, 0,
+        "a non-zero exit is still a successful call: {out:?}"
+    );
+    assert_eq!(result["stdout"], "hello\n");
+    assert_eq!(result["exit_code"], 3);
+}
+
+#[test]
+fn write_file_echoes_the_path() {
+    let (out, result) = call_json(
+        "write_file",
+        json!({"path": "/home/user/notes/a.txt", "content": "hello"}),
+    );
+    assert_eq!(out.status, 0, "{out:?}");
+    assert_eq!(result["success"], true);
+    assert_eq!(result["path"], "/home/user/notes/a.txt");
+}
+
+#[test]
+fn read_file_returns_content_and_fails_cleanly_when_missing() {
+    let (out, result) = call_json("read_file", json!({"path": "/etc/os-release"}));
+    assert_eq!(out.status, 0, "{out:?}");
+    assert!(
+        result["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("NAME=")),
+        "{out:?}"
+    );
+
+    let out = run(
+        e2b_tools(&["call", "read_file", r#"{"path": "/home/user/missing.txt"}"#]),
+        "",
+    );
+    assert_eq!(out.status, 1, "{out:?}");
+    assert!(out.stderr.contains("error: Failed to read file"), "{out:?}");
+}
+
+#[test]
+fn list_files_lists_a_directory() {
+    let (out, result) = call_json("list_files", json!({"path": "/"}));
+    assert_eq!(out.status, 0, "{out:?}");
+    let entries = result["entries"].as_array().expect("entries");
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["name"] == "etc" && e["type"] == "dir"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn start_background_command_returns_a_pid() {
+    let (out, result) = call_json("start_background_command", json!({"command": "sleep 30"}));
+    assert_eq!(out.status, 0, "{out:?}");
+    assert!(result["pid"].as_u64().is_some_and(|pid| pid > 0), "{out:?}");
+}
+
+#[test]
+fn usage_errors_exit_with_2() {
+    let out = run(e2b_tools(&["call", "run_code", "{not json"]), "");
+    assert_eq!(out.status, 2, "{out:?}");
+    let out = run(e2b_tools(&["call", "run_code", "[1]"]), "");
+    assert_eq!(out.status, 2, "{out:?}");
+    let out = run(e2b_tools(&["call", "no_such_tool", "{}"]), "");
+    assert_eq!(out.status, 2, "{out:?}");
+    let out = run(e2b_tools(&["call"]), "");
+    assert_eq!(out.status, 2, "{out:?}");
+}
+
+#[test]
+fn batch_keeps_state_in_one_sandbox_and_survives_malformed_lines() {
+    let input = [
+        r#"{"tool": "run_code", "args": {"code": "x = 41"}}"#,
+        "this is not JSON",
+        r#"{"tool": "run_code", "args": {"code": "x + 1"}}"#,
+        r#"{"tool": "write_file", "args": {"path": "/home/user/b.txt", "content": "kept"}}"#,
+        "",
+        r#"{"tool": "read_file", "args": {"path": "/home/user/b.txt"}}"#,
+    ]
+    .join("\n");
+    let out = run(e2b_tools(&["batch"]), &input);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each output line is JSON"))
+        .collect();
+    assert_eq!(lines.len(), 5, "one line per non-empty input line: {out:?}");
+    assert_eq!(lines[0]["success"], true, "{out:?}");
+    assert_eq!(lines[1]["success"], false);
+    assert!(lines[1]["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("malformed batch line 2")));
+    assert_eq!(lines[2]["text"], "42", "{out:?}");
+    assert_eq!(lines[4]["content"], "kept", "{out:?}");
+    // One failed line: the batch exits 1 but ran everything.
+    assert_eq!(out.status, 1, "{out:?}");
+}
