@@ -17,7 +17,7 @@ const GENERATED_DIR = new URL('./generated/', import.meta.url);
  * The environment variables the component reads. Only these are handed to
  * it: the rest of the host's environment (and its secrets) stays outside.
  */
-export const E2B_ENV_NAMES = ['E2B_API_KEY', 'E2B_API_URL', 'E2B_SANDBOX_URL'];
+export const E2B_ENV_NAMES = ['E2B_API_KEY', 'E2B_DOMAIN', 'E2B_API_URL', 'E2B_SANDBOX_URL'];
 
 /** Picks the `E2B_*` variables the component reads from `env`. */
 export function e2bEnv(env = process.env) {

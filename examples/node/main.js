@@ -35,7 +35,9 @@ const modelToolCalls = [
   { name: 'write_file', arguments: '{"path": "notes/todo.txt", "content": "buy milk\\n"}' },
   { name: 'read_file', arguments: '{"path": "notes/todo.txt"}' },
   { name: 'list_files', arguments: '{"path": "notes"}' },
-  { name: 'start_background_command', arguments: '{"command": "sleep 60"}' },
+  // Under jco this call returns only when the process ends (see README), so
+  // the example starts a short one.
+  { name: 'start_background_command', arguments: '{"command": "sleep 2; echo finished"}' },
   { name: 'read_file', arguments: '{"path": "notes/missing.txt"}' },
 ];
 console.log('\n## Tool calls through catalog.call-tool');

@@ -28,7 +28,7 @@ from wasmtime.component import (
 
 #: The environment variables the component reads. Only these are handed to
 #: it: the rest of the host's environment (and its secrets) stays outside.
-E2B_ENV_NAMES = ("E2B_API_KEY", "E2B_API_URL", "E2B_SANDBOX_URL")
+E2B_ENV_NAMES = ("E2B_API_KEY", "E2B_DOMAIN", "E2B_API_URL", "E2B_SANDBOX_URL")
 
 _PACKAGE = "e2b:tools/{}@0.1.0"
 

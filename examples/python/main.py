@@ -41,7 +41,7 @@ def main() -> int:
         ("write_file", '{"path": "notes/todo.txt", "content": "buy milk\\n"}'),
         ("read_file", '{"path": "notes/todo.txt"}'),
         ("list_files", '{"path": "notes"}'),
-        ("start_background_command", '{"command": "sleep 60"}'),
+        ("start_background_command", '{"command": "python3 -m http.server 8000", "port": 8000}'),
         ("read_file", '{"path": "notes/missing.txt"}'),
     ]
     print("\n## Tool calls through catalog.call-tool")
