@@ -33,6 +33,8 @@ pub(crate) struct Registry {
     time_scale: f64,
     pub counters: Counters,
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Teardowns under way, awaited by a shutdown so roots are gone after it.
+    teardowns: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Registry {
@@ -50,6 +52,7 @@ impl Registry {
             time_scale,
             counters: Counters::default(),
             reaper: Mutex::new(None),
+            teardowns: Mutex::default(),
         })
     }
 
@@ -129,7 +132,7 @@ impl Registry {
             Some(sandbox) => {
                 self.counters.killed();
                 sandbox.mark_dead();
-                spawn_or_run_now(sandbox, false);
+                self.spawn_or_run_now(sandbox, false);
                 true
             }
             None => false,
@@ -151,7 +154,7 @@ impl Registry {
         if !sandbox.mark_paused() {
             return false;
         }
-        spawn_or_run_now(Arc::clone(sandbox), true);
+        self.spawn_or_run_now(Arc::clone(sandbox), true);
         true
     }
 
@@ -176,6 +179,14 @@ impl Registry {
         for s in self.drain() {
             teardown(s).await;
         }
+        let pending = self
+            .teardowns
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for t in pending {
+            let _ = t.await;
+        }
     }
 
     pub fn shutdown_all_now(&self) {
@@ -187,24 +198,30 @@ impl Registry {
     }
 }
 
-/// Stops a sandbox's processes (and removes its root unless `keep_root`) in
-/// the background; outside a runtime, kills right away.
-fn spawn_or_run_now(sandbox: Arc<Sandbox>, keep_root: bool) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) => {
-            handle.spawn(async move {
-                if keep_root {
-                    sandbox.stop_processes().await;
-                } else {
-                    teardown(sandbox).await;
+impl Registry {
+    /// Stops a sandbox's processes (and removes its root unless
+    /// `keep_root`) in the background; outside a runtime, kills right away.
+    fn spawn_or_run_now(&self, sandbox: Arc<Sandbox>, keep_root: bool) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let task = handle.spawn(async move {
+                    if keep_root {
+                        sandbox.stop_processes().await;
+                    } else {
+                        teardown(sandbox).await;
+                    }
+                });
+                if let Ok(mut t) = self.teardowns.lock() {
+                    t.retain(|t| !t.is_finished());
+                    t.push(task);
                 }
-            });
-        }
-        Err(_) => {
-            sandbox.processes.kill_all_now();
-            sandbox.runner.stop();
-            if !keep_root {
-                let _ = std::fs::remove_dir_all(sandbox.paths.root());
+            }
+            Err(_) => {
+                sandbox.processes.kill_all_now();
+                sandbox.runner.stop();
+                if !keep_root {
+                    let _ = std::fs::remove_dir_all(sandbox.paths.root());
+                }
             }
         }
     }

@@ -201,3 +201,30 @@ async fn background_jobs_outlive_their_command_but_not_the_sandbox() {
     assert!(!sleeping("604"), "the background job outlived its sandbox");
     h.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn shutdown_removes_every_sandbox_root() {
+    let dir = std::env::temp_dir().join(format!("e2b-local-test-{}", std::process::id()));
+    let h = start_with(e2b_local::Options {
+        data_dir: Some(dir.clone()),
+        ..Default::default()
+    })
+    .await;
+    let a = h.create_default().await;
+    let _b = h.create_default().await;
+    crate::common::run(&h, &a, "echo x > /home/user/f").await;
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+    let resp = h
+        .api(Method::DELETE, &format!("/sandboxes/{}", a.id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 204);
+    h.server.shutdown().await;
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "roots left behind"
+    );
+    std::fs::remove_dir(&dir).unwrap();
+}
