@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use e2b_wire::filesystem::WriteInfo;
@@ -25,8 +25,17 @@ pub struct FileQuery {
     path: Option<String>,
 }
 
+/// Parses the query; the error becomes envd's JSON 400.
+fn parse_query(query: Option<&str>) -> Result<FileQuery, String> {
+    serde_urlencoded::from_str(query.unwrap_or("")).map_err(|e| format!("invalid query: {e}"))
+}
+
 /// `GET /files?path=`: the file's bytes.
-pub async fn download(State(sandbox): State<Arc<Sandbox>>, Query(q): Query<FileQuery>) -> Response {
+pub async fn download(State(sandbox): State<Arc<Sandbox>>, RawQuery(query): RawQuery) -> Response {
+    let q = match parse_query(query.as_deref()) {
+        Ok(q) => q,
+        Err(msg) => return api_error(StatusCode::BAD_REQUEST, msg),
+    };
     let given = q.path.unwrap_or_default();
     let r = match sandbox.paths.resolve(&given, true) {
         Ok(r) => r,
@@ -93,10 +102,14 @@ pub async fn download(State(sandbox): State<Arc<Sandbox>>, Query(q): Query<FileQ
 /// part (multipart), creating parent directories.
 pub async fn upload(
     State(sandbox): State<Arc<Sandbox>>,
-    Query(q): Query<FileQuery>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let q = match parse_query(query.as_deref()) {
+        Ok(q) => q,
+        Err(msg) => return api_error(StatusCode::BAD_REQUEST, msg),
+    };
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
