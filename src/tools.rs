@@ -357,9 +357,9 @@ mod glue {
 
         let mut readiness = None;
         let watch_ms = match a.port {
-            Some(_) => {
-                u64::from(settings.readiness_timeout_ms) + settings.request_timeout_ms as u64
-            }
+            // The probe ends itself after the readiness wait; this bounds a
+            // probe request that hangs.
+            Some(_) => u64::from(settings.readiness_timeout_ms) + 10_000,
             None => EARLY_EXIT_WATCH_MS,
         };
         // Keep reading the stream (an early exit) while probing the port.
