@@ -78,8 +78,8 @@ class CallToolTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        killed = cls.e2b.shutdown()
-        assert killed, "shutdown should kill the open sandbox"
+        was_open = cls.e2b.sandbox_id() is not None
+        assert cls.e2b.shutdown() == was_open, "shutdown kills the open sandbox"
         assert cls.e2b.sandbox_id() is None
 
     def test_1_run_code_keeps_state_across_calls(self):
@@ -143,7 +143,8 @@ class TypedToolsTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        assert cls.e2b.shutdown()
+        was_open = cls.e2b.sandbox_id() is not None
+        assert cls.e2b.shutdown() == was_open, "shutdown kills the open sandbox"
 
     def test_the_six_tools_with_wit_types(self):
         code = self.e2b.run_code("print(6 * 7)")
@@ -169,6 +170,18 @@ class TypedToolsTest(unittest.TestCase):
         self.assertEqual(caught.exception.kind, "not-found")
         self.assertEqual(caught.exception.path, "nope.txt")
         self.assertTrue(str(caught.exception).startswith("Failed to read file: "))
+
+
+class KeepAliveTest(unittest.TestCase):
+    def test_a_call_longer_than_the_sandbox_timeout_keeps_the_sandbox_alive(self):
+        e2b = new_instance()
+        e2b.configure(timeout_seconds=4)
+        try:
+            result = e2b.call_tool("run_code", {"code": "import time\ntime.sleep(8)\nprint('alive')"})
+            self.assertEqual(result.get("stdout"), "alive\n", result)
+            self.assertTrue(e2b.call_tool("run_command", {"command": "true"})["success"])
+        finally:
+            e2b.shutdown()
 
 
 @unittest.skipUnless(os.environ.get("E2B_TOOLS_EXPECTED"), "E2B_TOOLS_EXPECTED is not set")

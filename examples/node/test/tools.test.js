@@ -65,7 +65,8 @@ describe('tools through catalog.call-tool', () => {
     e2b.configure({ timeoutSeconds: 120, metadata: [{ key: 'test', value: 'node' }] });
   });
   after(() => {
-    assert.equal(e2b.shutdown(), true);
+    const open = e2b.sandboxId() !== undefined;
+    assert.equal(e2b.shutdown(), open, 'shutdown kills the open sandbox');
     assert.equal(e2b.sandboxId(), undefined);
   });
 
@@ -128,7 +129,8 @@ describe('typed tools', () => {
     e2b = await loadE2BTools();
   });
   after(() => {
-    assert.equal(e2b.shutdown(), true);
+    const open = e2b.sandboxId() !== undefined;
+    assert.equal(e2b.shutdown(), open, 'shutdown kills the open sandbox');
   });
 
   it('run the six tools with WIT types', () => {
@@ -179,6 +181,26 @@ describe('typed tools', () => {
       assert.ok(result.pid > 0);
       assert.equal(result.readiness, undefined);
       assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
+    },
+  );
+});
+
+describe('keep-alive', () => {
+  it(
+    'a call longer than the sandbox timeout keeps the sandbox alive',
+    { todo: 'jco: same cause as the long-running background command (see README)' },
+    async () => {
+      const e2b = await loadE2BTools();
+      e2b.configure({ timeoutSeconds: 4 });
+      try {
+        const result = e2b.callTool('run_code', {
+          code: 'import time\ntime.sleep(8)\nprint("alive")',
+        });
+        assert.equal(result.stdout, 'alive\n', JSON.stringify(result));
+        assert.equal(e2b.callTool('run_command', { command: 'true' }).success, true);
+      } finally {
+        e2b.shutdown();
+      }
     },
   );
 });
