@@ -115,14 +115,16 @@ pub async fn upload(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    if headers
+    let encoding = headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|e| !e.eq_ignore_ascii_case("identity"))
-    {
+        .unwrap_or("identity")
+        .trim()
+        .to_ascii_lowercase();
+    if encoding != "identity" && encoding != "gzip" {
         return api_error(
             StatusCode::BAD_REQUEST,
-            "unsupported Content-Encoding: send the file uncompressed",
+            format!("unsupported Content-Encoding '{encoding}': use gzip or none"),
         );
     }
     let bytes = match axum::body::to_bytes(body, FILES_BODY_LIMIT).await {
@@ -135,6 +137,14 @@ pub async fn upload(
                 ),
             )
         }
+    };
+    let bytes = if encoding == "gzip" {
+        match gunzip(&bytes) {
+            Ok(b) => b,
+            Err(msg) => return api_error(StatusCode::BAD_REQUEST, msg),
+        }
+    } else {
+        bytes
     };
     let path = q.path.filter(|p| !p.is_empty());
     let mime = ct
@@ -178,6 +188,22 @@ pub async fn upload(
         }
     }
     Json(written).into_response()
+}
+
+/// Decompresses a gzip upload, refusing more than [`FILES_BODY_LIMIT`] bytes.
+fn gunzip(data: &[u8]) -> Result<Bytes, String> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(data)
+        .take(FILES_BODY_LIMIT as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("invalid gzip body: {e}"))?;
+    if out.len() > FILES_BODY_LIMIT {
+        return Err(format!(
+            "decompressed upload larger than {FILES_BODY_LIMIT} bytes"
+        ));
+    }
+    Ok(Bytes::from(out))
 }
 
 async fn parse_multipart(

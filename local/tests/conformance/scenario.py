@@ -5,6 +5,7 @@ Run with E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY pointing at the server
 check; prints one line per passed step.
 """
 
+import io
 import os
 import sys
 import time
@@ -132,6 +133,9 @@ assert sbx.files.exists("/home/user/newdir") is False
 expect_raises(NotFoundException, sbx.files.read, "/home/user/missing.txt")
 expect_raises(NotFoundException, sbx.files.list, "/nope")
 expect_raises(SandboxException, sbx.files.write, "/proc/forbidden.txt", "x")
+if HAS_INTERPRETER:  # 2.63: octet-stream and gzip uploads
+    sbx.files.write("/tmp/z.txt", io.BytesIO(b"zipped" * 1000), gzip=True)
+    assert sbx.files.read("/tmp/z.txt") == "zipped" * 1000
 step("files write/read/list/make_dir/rename/remove/exists")
 
 sbx.commands.run("echo from-command > /tmp/cmd.txt")

@@ -161,3 +161,47 @@ async fn files_errors() {
     assert_eq!(resp.status(), 500);
     h.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn gzip_octet_stream_upload() {
+    use std::io::Write;
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(b"compressed text").unwrap();
+    let gz = enc.finish().unwrap();
+    let resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/files?path=z.txt")
+        .header("content-type", "application/octet-stream")
+        .header("content-encoding", "gzip")
+        .body(gz)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/files?path=z.txt")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.text().await.unwrap(), "compressed text");
+    let resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/files?path=bad.txt")
+        .header("content-type", "application/octet-stream")
+        .header("content-encoding", "gzip")
+        .body("not gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/files?path=bad.txt")
+        .header("content-type", "application/octet-stream")
+        .header("content-encoding", "br")
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    h.server.shutdown().await;
+}
