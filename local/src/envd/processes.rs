@@ -17,8 +17,9 @@ use tokio::sync::mpsc;
 pub const READ_CHUNK: usize = 32 * 1024;
 /// How long an exited process can still be attached to.
 const RETENTION: Duration = Duration::from_secs(30);
-/// How long to wait for output pipes after the process exited (a child it
-/// left behind may hold them open when running unisolated).
+/// How long to wait for output pipes after the process exited: a job it
+/// left in the background without redirecting its output holds them open
+/// (envd would wait for it forever; here the stream ends after this).
 const PIPE_GRACE: Duration = Duration::from_secs(2);
 /// Events buffered per attached stream before the reader waits.
 const STREAM_BUFFER: usize = 64;
