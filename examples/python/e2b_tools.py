@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from wasmtime import Engine, Store, WasiConfig
 from wasmtime.component import (
@@ -67,7 +68,7 @@ class ToolsComponent:
         self._linker.add_wasip2()
         self._linker.add_wasi_http()
 
-    def instantiate(self, env: Mapping[str, str] | None = None) -> "E2BTools":
+    def instantiate(self, env: Mapping[str, str] | None = None) -> E2BTools:
         """A new instance whose whole WASI environment is ``env`` (default:
         the ``E2B_*`` variables of this process). Each instance owns its own
         sandbox, created by its first tool call."""
@@ -222,7 +223,11 @@ class E2BTools:
     ) -> dict[str, Any]:
         """Typed ``run-code``: ``{stdout, stderr, text, error, rich}``."""
         args = self._args(
-            "tools", "run-code", code=code, language=language, envs=envs,
+            "tools",
+            "run-code",
+            code=code,
+            language=language,
+            envs=envs,
             timeout_seconds=timeout_seconds,
         )
         return _fields(self._call_result("tools", "run-code", args))
@@ -236,7 +241,11 @@ class E2BTools:
     ) -> dict[str, Any]:
         """Typed ``run-command``: ``{command, stdout, stderr, exit-code}``."""
         args = self._args(
-            "tools", "run-command", command=command, cwd=cwd, envs=envs,
+            "tools",
+            "run-command",
+            command=command,
+            cwd=cwd,
+            envs=envs,
             timeout_seconds=timeout_seconds,
         )
         return _fields(self._call_result("tools", "run-command", args))
@@ -264,8 +273,13 @@ class E2BTools:
         """Typed ``start-background-command``:
         ``{command, pid, preview-url, readiness, exit-code, stdout, stderr}``."""
         args = self._args(
-            "tools", "start-background-command", command=command, port=port, cwd=cwd,
-            envs=envs, timeout_seconds=timeout_seconds,
+            "tools",
+            "start-background-command",
+            command=command,
+            port=port,
+            cwd=cwd,
+            envs=envs,
+            timeout_seconds=timeout_seconds,
         )
         return _fields(self._call_result("tools", "start-background-command", args))
 
@@ -279,6 +293,7 @@ def default_wasm_path() -> Path:
     return root / "target" / "wasm32-wasip2" / "release" / "e2b_tools.wasm"
 
 
-def load(wasm_path: str | os.PathLike[str] | None = None, env: Iterable[tuple[str, str]] | None = None) -> E2BTools:
-    """Compiles the component and returns one instance of it."""
-    return ToolsComponent(wasm_path or default_wasm_path()).instantiate(dict(env) if env else None)
+def load(wasm_path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> E2BTools:
+    """Compiles the component and returns one instance of it whose
+    environment is ``env`` (default: the ``E2B_*`` variables of this process)."""
+    return ToolsComponent(wasm_path or default_wasm_path()).instantiate(env)

@@ -22,7 +22,7 @@ def main() -> int:
         )
         return 2
 
-    e2b = e2b_tools.load(env=env.items())
+    e2b = e2b_tools.load(env=env)
     e2b.configure(timeout_seconds=120, metadata={"example": "python"})
 
     # 1. What a chat-completions request would carry as `tools`.

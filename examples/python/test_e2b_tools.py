@@ -35,7 +35,9 @@ def new_instance() -> e2b_tools.E2BTools:
     global _component
     if _component is None:
         if "E2B_API_KEY" not in e2b_tools.e2b_env():
-            raise unittest.SkipTest("set E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY (see examples/run-tests)")
+            raise unittest.SkipTest(
+                "set E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY (see examples/run-tests)"
+            )
         _component = e2b_tools.ToolsComponent(e2b_tools.default_wasm_path())
     return _component.instantiate()
 
