@@ -109,7 +109,7 @@ describe('tools through catalog.call-tool', () => {
     assert.ok(Number.isInteger(result.pid) && result.pid > 0, JSON.stringify(result));
   });
 
-  it('a failure is a result with e2b-adk\'s shape, not an exception', () => {
+  it("a failure is a result with e2b-adk's shape, not an exception", () => {
     assert.deepEqual(e2b.callTool('read_file', { path: 'dir/missing.txt' }), {
       success: false,
       error: "Failed to read file: path 'dir/missing.txt' does not exist",
@@ -143,7 +143,12 @@ describe('typed tools', () => {
       envs: [{ key: 'WHO', value: 'typed' }],
       cwd: '/tmp',
     });
-    assert.deepEqual(command, { command: 'echo "$WHO"', stdout: 'typed\n', stderr: '', exitCode: 0 });
+    assert.deepEqual(command, {
+      command: 'echo "$WHO"',
+      stdout: 'typed\n',
+      stderr: '',
+      exitCode: 0,
+    });
 
     e2b.writeFile('typed.txt', 'one\n');
     assert.equal(e2b.readFile('typed.txt'), 'one\n');
