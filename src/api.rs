@@ -2,8 +2,6 @@
 //! create (`POST /v2/sandboxes`), connect/resume
 //! (`POST /v2/sandboxes/{id}/connect`), set-timeout and kill (PROTOCOL.md §2).
 
-use std::collections::BTreeMap;
-
 use e2b_wire::api::{AutoResume, ConnectSandbox, NewSandbox, Sandbox, SetTimeout, VolumeMount};
 
 use crate::config::Settings;
@@ -196,11 +194,6 @@ pub fn parse_kill(status: u16, body: &[u8]) -> Result<bool, Failure> {
         404 => Ok(false),
         _ => Err(from_api_status(status, body)),
     }
-}
-
-/// Metadata map helper for tests and callers.
-pub fn pairs_to_map(pairs: &[(String, String)]) -> BTreeMap<String, String> {
-    pairs.iter().cloned().collect()
 }
 
 #[cfg(test)]

@@ -13,11 +13,15 @@ use crate::api::SandboxHandle;
 use crate::config::Settings;
 use crate::envd::sandbox_request;
 use crate::errors::{ErrorKind, Failure};
+use crate::long_line::{text_line_head, JsonStringDecoder, Piece, TextStream};
 use crate::request::{HttpRequest, Method};
 use crate::truncate::TruncatingSink;
 
-/// Longest NDJSON line accepted (a result line may carry a large image).
+/// Longest NDJSON line held in memory (a result line may carry a large
+/// image); longer `stdout`/`stderr` lines are decoded on the fly.
 const MAX_LINE_BYTES: usize = 32 << 20;
+/// Past this many bytes without a newline, a line is treated as long.
+const LONG_LINE_BYTES: usize = 256 * 1024;
 /// Total bytes of rich results kept per execution.
 const MAX_RICH_BYTES: usize = 16 << 20;
 
@@ -82,6 +86,7 @@ pub struct Execution {
 pub struct ExecutionCollector {
     limit: usize,
     splitter: LineSplitter,
+    mode: LineMode,
     stdout: TruncatingSink,
     stderr: TruncatingSink,
     text: Option<String>,
@@ -97,7 +102,8 @@ impl ExecutionCollector {
     pub fn new(limit: usize, collect_rich: bool) -> Self {
         Self {
             limit,
-            splitter: LineSplitter::new(MAX_LINE_BYTES),
+            splitter: LineSplitter::new(LONG_LINE_BYTES),
+            mode: LineMode::Lines,
             stdout: TruncatingSink::new(limit),
             stderr: TruncatingSink::new(limit),
             text: None,
@@ -111,17 +117,87 @@ impl ExecutionCollector {
 
     /// Takes a chunk of the answer.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<(), Failure> {
-        self.splitter.push(chunk);
+        let mut data = chunk;
+        while !data.is_empty() {
+            data = match std::mem::replace(&mut self.mode, LineMode::Lines) {
+                LineMode::Lines => {
+                    self.splitter.push(data);
+                    self.take_lines()?;
+                    &[]
+                }
+                LineMode::Big(mut line) => match data.iter().position(|&b| b == b'\n') {
+                    Some(i) => {
+                        line.extend_from_slice(&data[..i]);
+                        self.take_line(&line)?;
+                        &data[i + 1..]
+                    }
+                    None => {
+                        if line.len() + data.len() > MAX_LINE_BYTES {
+                            return Err(malformed(format!(
+                                "NDJSON line longer than {MAX_LINE_BYTES} bytes"
+                            )));
+                        }
+                        line.extend_from_slice(data);
+                        self.mode = LineMode::Big(line);
+                        &[]
+                    }
+                },
+                LineMode::Text(stream, mut decoder) => {
+                    let decoded = decoder.feed(data).map_err(malformed)?;
+                    let sink = match stream {
+                        TextStream::Stdout => &mut self.stdout,
+                        TextStream::Stderr => &mut self.stderr,
+                    };
+                    for piece in decoded.pieces {
+                        match piece {
+                            Piece::Raw(bytes) => sink.push_bytes(&bytes),
+                            Piece::Text(text) => sink.push_str(&text),
+                        }
+                    }
+                    match decoded.end {
+                        Some(end) => {
+                            self.mode = LineMode::SkipLine;
+                            &data[end..]
+                        }
+                        None => {
+                            self.mode = LineMode::Text(stream, decoder);
+                            &[]
+                        }
+                    }
+                }
+                LineMode::SkipLine => match data.iter().position(|&b| b == b'\n') {
+                    Some(i) => &data[i + 1..],
+                    None => {
+                        self.mode = LineMode::SkipLine;
+                        &[]
+                    }
+                },
+            };
+        }
+        Ok(())
+    }
+
+    /// Takes the complete lines the splitter holds; a line growing past
+    /// [`LONG_LINE_BYTES`] switches to streaming (text) or big-line mode.
+    fn take_lines(&mut self) -> Result<(), Failure> {
         loop {
-            let line = self.splitter.next_line().map_err(|e| {
-                Failure::new(
-                    ErrorKind::Internal,
-                    format!("malformed answer from the code interpreter: {e}"),
-                )
-            })?;
-            match line {
-                Some(line) => self.take_line(&line)?,
-                None => return Ok(()),
+            match self.splitter.next_line() {
+                Ok(Some(line)) => self.take_line(&line)?,
+                Ok(None) => return Ok(()),
+                Err(_) => {
+                    // No newline in the buffer: it holds one unfinished line.
+                    let head = self.splitter.take_rest();
+                    return match text_line_head(&head) {
+                        Some((stream, at)) => {
+                            self.mode = LineMode::Text(stream, JsonStringDecoder::new());
+                            self.feed(&head[at..])
+                        }
+                        None => {
+                            self.mode = LineMode::Big(head);
+                            Ok(())
+                        }
+                    };
+                }
             }
         }
     }
@@ -221,7 +297,12 @@ impl ExecutionCollector {
 
     /// The execution, once the body is over.
     pub fn finish(mut self) -> Result<Execution, (Failure, String)> {
-        let rest = self.splitter.take_rest();
+        let rest = match std::mem::replace(&mut self.mode, LineMode::Lines) {
+            LineMode::Lines => self.splitter.take_rest(),
+            LineMode::Big(line) => line,
+            // The stream stopped inside a long text line.
+            LineMode::Text(..) | LineMode::SkipLine => Vec::new(),
+        };
         if let Err(e) = self.take_line(&rest) {
             return Err((e, self.partial_output()));
         }
@@ -244,6 +325,26 @@ impl ExecutionCollector {
             rich: self.rich,
         })
     }
+}
+
+/// How the bytes that arrive next are read.
+#[derive(Debug)]
+enum LineMode {
+    /// Complete lines through the splitter.
+    Lines,
+    /// An over-long line that is not stdout/stderr, held up to the limit.
+    Big(Vec<u8>),
+    /// Inside the `text` string of an over-long stdout/stderr line.
+    Text(TextStream, JsonStringDecoder),
+    /// After that string, up to the end of its line.
+    SkipLine,
+}
+
+fn malformed(detail: impl std::fmt::Display) -> Failure {
+    Failure::new(
+        ErrorKind::Internal,
+        format!("malformed answer from the code interpreter: {detail}"),
+    )
 }
 
 const KNOWN_TYPES: &[&str] = &[
@@ -324,6 +425,43 @@ mod tests {
         assert_eq!(partial, "partial");
         let mut c = ExecutionCollector::new(100, false);
         assert!(c.feed(b"<html>\n").is_err());
+    }
+
+    #[test]
+    fn long_text_lines_stream_without_buffering() {
+        let text = format!("{}é\"end", "a".repeat(3 << 20));
+        let mut wire =
+            serde_json::json!({"type": "stdout", "text": text, "timestamp": "t"}).to_string();
+        wire.push('\n');
+        let big = serde_json::json!({"type": "result", "text": "7", "html": "h".repeat(400_000), "is_main_result": true});
+        wire.push_str(&big.to_string());
+        wire.push_str(
+            "\n{\"type\": \"stderr\", \"text\": \"e\"}\n{\"type\": \"end_of_execution\"}\n",
+        );
+        for chunk in [4096, 65536, 1 << 20] {
+            let mut c = ExecutionCollector::new(10, true);
+            for part in wire.as_bytes().chunks(chunk) {
+                c.feed(part).unwrap();
+            }
+            let ex = c.finish().unwrap();
+            assert_eq!(
+                ex.stdout,
+                format!(
+                    "aaaaaaaaaa…[truncated {} bytes]",
+                    thousands_of(text.len() - 10)
+                )
+            );
+            assert_eq!(ex.stderr, "e");
+            assert_eq!(ex.text, "7");
+            assert_eq!(ex.rich.len(), 1);
+        }
+    }
+
+    fn thousands_of(n: usize) -> String {
+        let t = crate::truncate::truncate_text(&"x".repeat(n + 1), 1);
+        t.trim_start_matches("x…[truncated ")
+            .trim_end_matches(" bytes]")
+            .to_string()
     }
 
     #[test]

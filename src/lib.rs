@@ -20,6 +20,7 @@ pub mod errors;
 #[cfg(target_arch = "wasm32")]
 pub mod http;
 pub mod interpreter;
+pub mod long_line;
 pub mod request;
 pub mod results;
 pub mod session;
