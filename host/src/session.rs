@@ -252,22 +252,31 @@ impl Session {
         tool: &str,
         args: &serde_json::Value,
     ) -> Result<serde_json::Value, SessionError> {
+        let text = self.call_text(tool, &args.to_string()).await?;
+        serde_json::from_str(&text).map_err(|err| SessionError::InvalidJson(err.to_string()))
+    }
+
+    /// Like [`Session::call_json`], with the arguments and the result as JSON
+    /// text, exactly as the component's `call-tool` takes and returns them
+    /// (arguments that are not valid JSON give a `success: false` result).
+    pub async fn call_text(&self, tool: &str, args_json: &str) -> Result<String, SessionError> {
         let mut guard = self.lock_alive().await?;
         let inst = &mut *guard;
         let started = inst.call_started(self.id, tool);
-        let args_json = args.to_string();
         let result = inst
             .bindings
             .e2b_tools_catalog()
-            .call_call_tool(&mut inst.store, tool, &args_json)
+            .call_call_tool(&mut inst.store, tool, args_json)
             .await;
         let text = inst.settle(self.id, result)?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|err| SessionError::InvalidJson(err.to_string()))?;
-        let success = value.get("success").and_then(|s| s.as_bool()) == Some(true);
+        // Only `success` is read here, for the audit trail.
+        let success = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("success").and_then(|s| s.as_bool()))
+            == Some(true);
         inst.call_finished(self.id, tool, started, success, None)
             .await;
-        Ok(value)
+        Ok(text)
     }
 
     /// Runs code in the sandbox's stateful kernel.

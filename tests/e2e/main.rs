@@ -1,1 +1,15 @@
+//! End to end: the real component, in the real host library, against the real
+//! local server. One test binary (each links wasmtime, so fewer is faster).
+//!
+//! - `parity`: `call-tool` gives e2b-adk 0.1.2's dicts for the same calls,
+//!   with e2b-adk itself run against the same server.
+//! - `tools`: every tool's success and failure paths, typed and by JSON.
+//! - `lifecycle`: lazy creation, keep-alive on a scaled clock, expiry,
+//!   resume, shutdown.
+//! - `faults`: server faults injected through the local server's handle.
 
+mod faults;
+mod harness;
+mod lifecycle;
+mod parity;
+mod tools;

@@ -1,0 +1,312 @@
+//! Every tool through the typed exports and through `call-tool`, including
+//! what this project does better than e2b-adk.
+
+use e2b_tools_host::{
+    BackgroundArgs, EntryType, ErrorKind, KeyValue, Readiness, RunCodeArgs, RunCommandArgs,
+    SandboxConfig,
+};
+use serde_json::json;
+
+use crate::harness::{call, failed, ok, server, session, session_with};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_tools_round_trip_in_one_sandbox() {
+    let server = server().await;
+    let s = session(&server).await;
+
+    let out = s
+        .run_code(&RunCodeArgs {
+            code: "x = 41".into(),
+            language: None,
+            envs: vec![],
+            timeout_seconds: None,
+        })
+        .await
+        .unwrap()
+        .expect("run-code");
+    assert_eq!(out.text, "");
+    let out = s
+        .run_code(&RunCodeArgs {
+            code: "x + 1".into(),
+            language: None,
+            envs: vec![],
+            timeout_seconds: None,
+        })
+        .await
+        .unwrap()
+        .expect("run-code");
+    assert_eq!(out.text, "42", "state persists across calls");
+
+    s.write_file("/home/user/data.csv", "a,b\n1,2\n")
+        .await
+        .unwrap()
+        .expect("write");
+    let cmd = s
+        .run_command(&RunCommandArgs {
+            command: "wc -l < data.csv; echo $GREETING >&2; exit 3".into(),
+            cwd: None,
+            envs: vec![KeyValue {
+                key: "GREETING".into(),
+                value: "hi".into(),
+            }],
+            timeout_seconds: None,
+        })
+        .await
+        .unwrap()
+        .expect("a non-zero exit is not a failure");
+    assert_eq!(
+        (cmd.stdout.as_str(), cmd.stderr.as_str(), cmd.exit_code),
+        ("2\n", "hi\n", 3)
+    );
+
+    let text = s
+        .read_file("data.csv")
+        .await
+        .unwrap()
+        .expect("relative paths resolve against /home/user");
+    assert_eq!(text, "a,b\n1,2\n");
+    let entries = s.list_files(None).await.unwrap().expect("list home");
+    let entry = entries
+        .iter()
+        .find(|e| e.name == "data.csv")
+        .expect("data.csv listed");
+    assert_eq!(entry.type_, EntryType::File);
+
+    let missing = s
+        .read_file("/home/user/nope.txt")
+        .await
+        .unwrap()
+        .expect_err("missing file");
+    assert_eq!(missing.kind, ErrorKind::NotFound);
+    assert_eq!(missing.path.as_deref(), Some("/home/user/nope.txt"));
+    assert!(
+        missing.message.starts_with("Failed to read file: "),
+        "{}",
+        missing.message
+    );
+
+    let bad = s
+        .run_code(&RunCodeArgs {
+            code: String::new(),
+            language: None,
+            envs: vec![],
+            timeout_seconds: None,
+        })
+        .await
+        .unwrap()
+        .expect_err("empty code");
+    assert_eq!(bad.kind, ErrorKind::InvalidArgument);
+
+    assert!(s.shutdown().await.unwrap(), "the sandbox was killed");
+    assert_eq!(server.stats().live_sandboxes, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timed_out_command_keeps_its_partial_output() {
+    let server = server().await;
+    let s = session(&server).await;
+    let err = s
+        .run_command(&RunCommandArgs {
+            command: "echo before; sleep 30".into(),
+            cwd: None,
+            envs: vec![],
+            timeout_seconds: Some(1),
+        })
+        .await
+        .unwrap()
+        .expect_err("the command times out");
+    assert_eq!(err.kind, ErrorKind::Timeout);
+    assert_eq!(err.partial_output, "before\n");
+    assert_eq!(err.command.as_deref(), Some("echo before; sleep 30"));
+    // The sandbox is still usable.
+    ok(call(&s, "run_command", json!({"command": "echo after"})).await);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_output_is_truncated_on_the_stream() {
+    let server = server().await;
+    let s = session(&server).await;
+    // 50 MB of stdout; the guest keeps 10,000 bytes of it.
+    let r = ok(call(
+        &s,
+        "run_command",
+        json!({"command": "head -c 50000000 /dev/zero | tr '\\0' a"}),
+    )
+    .await);
+    let stdout = r["stdout"].as_str().unwrap();
+    assert_eq!(
+        stdout,
+        format!("{}…[truncated 49,990,000 bytes]", "a".repeat(10_000))
+    );
+    assert_eq!(r["exit_code"], 0);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_output_bytes_is_configurable() {
+    let server = server().await;
+    let config = SandboxConfig {
+        max_output_bytes: Some(5),
+        ..SandboxConfig::default()
+    };
+    let s = session_with(&server, config, 1.0).await;
+    let r = ok(call(&s, "run_code", json!({"code": "print('abcdefgh')"})).await);
+    assert_eq!(r["stdout"], "abcde…[truncated 4 bytes]");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_command_readiness_is_probed() {
+    let server = server().await;
+    let s = session(&server).await;
+    let port = free_port();
+
+    let started = s
+        .start_background_command(&BackgroundArgs {
+            command: format!("python3 -m http.server {port} --bind 127.0.0.1"),
+            port: Some(port),
+            cwd: None,
+            envs: vec![],
+            timeout_seconds: None,
+        })
+        .await
+        .unwrap()
+        .expect("started");
+    assert_eq!(started.readiness, Some(Readiness::Ready), "{started:?}");
+    assert!(started.pid > 0);
+    let sandbox = s.sandbox_id().await.unwrap().expect("a sandbox");
+    assert_eq!(
+        started.preview_url.as_deref(),
+        Some(format!("https://{port}-{sandbox}.e2b.app").as_str())
+    );
+
+    // The server is really up inside the sandbox.
+    let r = ok(call(&s, "run_command", json!({"command": format!("curl -s -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{port}/ || python3 -c \"import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:{port}/').status)\"")})).await);
+    assert!(r["stdout"].as_str().unwrap().contains("200"), "{r}");
+
+    // A command that dies at once is reported as exited, with its output.
+    let died = ok(call(
+        &s,
+        "start_background_command",
+        json!({"command": "echo oops >&2; exit 7", "port": port + 1}),
+    )
+    .await);
+    assert_eq!(died["readiness"], "exited", "{died}");
+    assert_eq!(died["exit_code"], 7);
+    // And without a port too.
+    let died = ok(call(
+        &s,
+        "start_background_command",
+        json!({"command": "no-such-binary-xyz"}),
+    )
+    .await);
+    assert_eq!(died["readiness"], "exited", "{died}");
+    assert_eq!(died["exit_code"], 127);
+
+    // A process that never listens is reported as such after the wait.
+    let config = SandboxConfig {
+        readiness_timeout_ms: Some(1500),
+        ..SandboxConfig::default()
+    };
+    let quick = session_with(&server, config, 1.0).await;
+    let silent = ok(call(
+        &quick,
+        "start_background_command",
+        json!({"command": "sleep 60", "port": free_port()}),
+    )
+    .await);
+    assert_eq!(silent["readiness"], "not-listening", "{silent}");
+    quick.shutdown().await.unwrap();
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_command_outlives_sixty_seconds_of_default_timeout() {
+    // e2b-adk's background processes die after 60 s (the SDK's default
+    // Connect-Timeout-Ms). Ours send no deadline unless asked: check the
+    // request the server received carried none, via the process list.
+    let server = server().await;
+    let s = session(&server).await;
+    let r = ok(call(
+        &s,
+        "start_background_command",
+        json!({"command": "sleep 300"}),
+    )
+    .await);
+    let pid = r["pid"].as_u64().unwrap();
+    let ps = ok(call(&s, "run_command", json!({"command": format!("kill -0 {pid} 2>/dev/null && echo alive || ps -eo pid,args | grep 'sleep 300' | grep -v grep | wc -l")})).await);
+    let out = ps["stdout"].as_str().unwrap().trim().to_string();
+    assert!(out == "alive" || out == "1", "the process runs: {ps}");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rich_results_when_asked() {
+    let server = server().await;
+    let code = "class Pic:\n    def _repr_png_(self):\n        return b'\\x89PNG\\r\\n\\x1a\\nfake'\n    def _repr_html_(self):\n        return '<b>hi</b>'\nPic()";
+    let plain = session(&server).await;
+    let r = ok(call(&plain, "run_code", json!({"code": code})).await);
+    assert!(
+        r.get("results").is_none(),
+        "no rich results by default (e2b-adk's dict): {r}"
+    );
+    plain.shutdown().await.unwrap();
+
+    let config = SandboxConfig {
+        rich_results: Some(true),
+        ..SandboxConfig::default()
+    };
+    let rich = session_with(&server, config, 1.0).await;
+    let out = rich
+        .run_code(&RunCodeArgs {
+            code: code.into(),
+            language: None,
+            envs: vec![],
+            timeout_seconds: None,
+        })
+        .await
+        .unwrap()
+        .expect("run-code");
+    let mimes: Vec<&str> = out.rich.iter().map(|r| r.mime_type.as_str()).collect();
+    assert!(
+        mimes.contains(&"image/png") && mimes.contains(&"text/html"),
+        "{mimes:?}"
+    );
+    rich.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_tool_never_fails_on_garbage() {
+    let server = server().await;
+    let s = session(&server).await;
+    for (tool, args) in [
+        ("no_such_tool", json!({})),
+        ("run_code", json!(null)),
+        ("run_code", json!([1, 2])),
+        (
+            "run_command",
+            json!({"command": "x".repeat(1 << 20), "timeout": "soon"}),
+        ),
+        ("list_files", json!({"path": 7})),
+    ] {
+        let r = call(&s, tool, args).await;
+        assert!(r["success"].is_boolean(), "{tool}: {r}");
+    }
+    failed(&call(&s, "no_such_tool", json!({})).await, "");
+    let raw = s
+        .call_text("run_code", "{not json")
+        .await
+        .expect("session survives");
+    let r: serde_json::Value = serde_json::from_str(&raw).expect("call-tool returns JSON");
+    assert_eq!(r["success"], false);
+    s.shutdown().await.unwrap();
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
