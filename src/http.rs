@@ -57,7 +57,10 @@ impl BodyReader {
                 self.stream = None;
                 Err(Failure::new(
                     ErrorKind::Network,
-                    format!("the connection closed while reading the answer: {e}"),
+                    format!(
+                        "the connection closed while reading the answer: {}",
+                        first_line(&e.to_string())
+                    ),
                 ))
             }
         }
@@ -230,7 +233,7 @@ fn stream_failure(host: &str, e: StreamError) -> Failure {
             ErrorKind::Network,
             format!(
                 "request to {host} failed while sending: {}",
-                err.to_debug_string()
+                first_line(&err.to_debug_string())
             ),
         ),
         StreamError::Closed => Failure::new(
@@ -238,4 +241,9 @@ fn stream_failure(host: &str, e: StreamError) -> Failure {
             format!("request to {host} failed: the connection closed while sending"),
         ),
     }
+}
+
+/// The first line of a host error text (wasmtime appends a backtrace).
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("").trim_end()
 }

@@ -204,12 +204,16 @@ mod glue {
             Some(id) => (api::connect_request(&settings, id), Some(id.clone())),
             None => (api::create_request(&settings), None),
         };
-        let req = req.map_err(Unavailable::Create)?;
-        let (status, body) = exchange(&settings, &req)
-            .await
-            .map_err(Unavailable::Create)?;
-        let handle =
-            api::parse_sandbox(status, &body, attach.as_deref()).map_err(Unavailable::Create)?;
+        // A server-side failure to create is the sandbox being unavailable.
+        let unavailable = |f: Failure| {
+            Unavailable::Create(match f.kind {
+                ErrorKind::Internal => Failure::new(ErrorKind::SandboxUnavailable, f.message),
+                _ => f,
+            })
+        };
+        let req = req.map_err(unavailable)?;
+        let (status, body) = exchange(&settings, &req).await.map_err(unavailable)?;
+        let handle = api::parse_sandbox(status, &body, attach.as_deref()).map_err(unavailable)?;
         update(|s| {
             s.sandbox = Some(handle.clone());
             s.keep_alive.refreshed(now_ns());

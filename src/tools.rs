@@ -93,8 +93,8 @@ mod glue {
     use crate::config::Settings;
     use crate::envd::{self, ProcessStream, StartSpec};
     use crate::errors::{
-        from_connect_http, from_envd_http, from_interpreter_http, ErrorKind, Failure,
-        DEADLINE_SUFFIX, EXECUTION_TIMEOUT,
+        body_message, from_connect_http, from_envd_http, from_interpreter_http,
+        sandbox_unavailable, ErrorKind, Failure, DEADLINE_SUFFIX, EXECUTION_TIMEOUT,
     };
     use crate::http::{self, BodyReader};
     use crate::interpreter::{self, ExecutionCollector};
@@ -111,6 +111,10 @@ mod glue {
     const DEADLINE_GRACE_MS: u64 = 2_000;
     /// How long a background start without a port watches for an early exit.
     const EARLY_EXIT_WATCH_MS: u64 = 1_000;
+    /// How long the health probe after a broken connection may take.
+    const HEALTH_PROBE_MS: u64 = 5_000;
+    /// The code interpreter SDK's text for a sandbox killed mid-execution.
+    const SANDBOX_KILLED: &str = "The sandbox was killed while the request was in progress. This can happen when the sandbox times out or is killed manually. You can modify the sandbox timeout by passing 'timeout' when starting the sandbox or calling '.set_timeout' on the sandbox with the desired timeout";
     /// Largest error body read.
     const MAX_ERROR_BODY: usize = 64 * 1024;
 
@@ -143,9 +147,47 @@ mod glue {
         match result {
             Ok(out) => Ok(redact_output(out, &secrets)),
             Err((failure, partial)) => {
+                let failure = confirm_gone(&settings, &sandbox, &call, failure).await;
                 let err = ToolError::from_failure(prefix, failure).with_partial_output(partial);
                 Err(redact_error(echo(&call, err), &secrets))
             }
+        }
+    }
+
+    /// After a broken connection, asks the sandbox's `/health` whether it
+    /// is gone (as the SDK does): if the proxy no longer knows it, the
+    /// failure is the sandbox's expiry.
+    async fn confirm_gone(
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        call: &ToolCall,
+        failure: Failure,
+    ) -> Failure {
+        if failure.kind != ErrorKind::Network {
+            return failure;
+        }
+        let req = envd::sandbox_request(
+            settings,
+            sandbox,
+            e2b_wire::ENVD_PORT,
+            crate::request::Method::Get,
+            "/health",
+        );
+        let probe = with_deadline(
+            HEALTH_PROBE_MS,
+            async {
+                let mut resp = http::send(&req, HEALTH_PROBE_MS as u32).await?;
+                Ok((resp.status, error_body(&mut resp.body).await))
+            },
+            || Failure::new(ErrorKind::Timeout, "health probe timed out"),
+        )
+        .await;
+        match probe {
+            Ok((502, body)) if body_message(&body).contains("was not found") => match call {
+                ToolCall::RunCode(_) => Failure::new(ErrorKind::SandboxExpired, SANDBOX_KILLED),
+                _ => sandbox_unavailable(&body_message(&body)),
+            },
+            _ => failure,
         }
     }
 
