@@ -64,9 +64,13 @@ impl OutboundPolicy {
                 port: 443,
             }),
         }
-        match sandbox_url {
-            Some(url) => rules.push(exact_rule("E2B_SANDBOX_URL", url)?),
-            None => rules.push(AllowRule::HttpsSubdomainsOf { domain }),
+        let sandbox_rule = match sandbox_url {
+            Some(url) => exact_rule("E2B_SANDBOX_URL", url)?,
+            None => AllowRule::HttpsSubdomainsOf { domain },
+        };
+        // One server often serves both (the local backend does).
+        if !rules.contains(&sandbox_rule) {
+            rules.push(sandbox_rule);
         }
         Ok(Self { rules })
     }
@@ -190,7 +194,8 @@ mod tests {
             OutboundPolicy::for_endpoints(Some("https://api.internal:8443"), None, None).unwrap();
         assert!(allows(&policy, "https://api.internal:8443/x"));
         assert!(allows(&policy, "https://49983-abc.e2b.app/"));
-        assert!(!allows(&policy, "https://api.e2b.app/"));
+        assert!(!allows(&policy, "https://api.internal/x"));
+        assert!(!allows(&policy, "https://example.com/"));
     }
 
     #[test]
@@ -209,11 +214,14 @@ mod tests {
     }
 
     #[test]
-    fn display_lists_the_rules() {
+    fn display_lists_the_rules_once() {
         let policy = OutboundPolicy::for_endpoints(None, None, None).unwrap();
         assert_eq!(
             policy.to_string(),
             "https://api.e2b.app:443, https://*.e2b.app:443"
         );
+        let local = "http://127.0.0.1:3000";
+        let policy = OutboundPolicy::for_endpoints(Some(local), Some(local), None).unwrap();
+        assert_eq!(policy.to_string(), "http://127.0.0.1:3000");
     }
 }

@@ -1,6 +1,7 @@
 //! Log output on stderr: text for people, JSON for machines.
 
 use super::args::LogFormat;
+use std::io::IsTerminal;
 use tracing_subscriber::EnvFilter;
 
 /// Installs the global subscriber. The filter comes from `E2B_TOOLS_LOG`,
@@ -19,6 +20,7 @@ pub(crate) fn init(format: LogFormat, audit: bool) {
         .unwrap_or_else(|| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.with_target(false).init(),
