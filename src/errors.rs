@@ -162,10 +162,11 @@ pub fn sandbox_unavailable(message: &str) -> Failure {
 pub fn from_api_status(status: u16, body: &[u8]) -> Failure {
     let message = body_message(body);
     match status {
-        401 | 403 => Failure::new(
+        401 => Failure::new(
             ErrorKind::Auth,
-            format!("{status}: Unauthorized, please check your credentials. - {message}"),
+            format!("401: Unauthorized, please check your credentials. - {message}"),
         ),
+        403 => Failure::new(ErrorKind::Auth, format!("403: {message}")),
         429 => Failure::new(
             ErrorKind::RateLimited,
             format!("429: Rate limit exceeded, please try again later. - {message}"),

@@ -171,7 +171,7 @@ pub async fn send(req: &HttpRequest, connect_timeout_ms: u32) -> Result<HttpResp
         if room == 0 {
             break;
         }
-        let end = req.body.len().min(written + room);
+        let end = req.body.len().min(written.saturating_add(room));
         stream
             .write(&req.body[written..end])
             .map_err(|e| stream_failure(&url.authority, e))?;
