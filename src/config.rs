@@ -129,6 +129,14 @@ impl Settings {
         input: ConfigInput,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ToolError> {
+        Self::resolve_with(input, env, true)
+    }
+
+    fn resolve_with(
+        input: ConfigInput,
+        env: impl Fn(&str) -> Option<String>,
+        validate: bool,
+    ) -> Result<Self, ToolError> {
         let non_empty = |v: Option<String>| v.filter(|s| !s.trim().is_empty());
         let domain = non_empty(input.domain)
             .or_else(|| non_empty(env("E2B_DOMAIN")))
@@ -139,7 +147,7 @@ impl Settings {
         let sandbox_url =
             non_empty(input.sandbox_url).or_else(|| non_empty(env("E2B_SANDBOX_URL")));
         for url in std::iter::once(&api_url).chain(sandbox_url.as_ref()) {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
+            if validate && !(url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(ToolError::invalid(format!(
                     "Invalid URL '{url}': expected http:// or https://"
                 )));
@@ -183,24 +191,15 @@ impl Settings {
         })
     }
 
-    /// Settings from the environment alone (before any `configure`).
+    /// Settings from the environment alone (before any `configure`). A
+    /// malformed `E2B_API_URL` / `E2B_SANDBOX_URL` is kept, so the first
+    /// request reports it instead of silently going elsewhere.
     pub fn from_env(env: impl Fn(&str) -> Option<String>) -> Self {
-        match Self::resolve(ConfigInput::default(), &env) {
-            Ok(s) => s,
-            // Only a malformed E2B_API_URL / E2B_SANDBOX_URL gets here; keep
-            // it so the first request reports it.
-            Err(_) => Self::resolve(
-                ConfigInput {
-                    api_url: Some(format!("https://api.{DEFAULT_DOMAIN}")),
-                    sandbox_url: None,
-                    ..Default::default()
-                },
-                |name| match name {
-                    "E2B_API_URL" | "E2B_SANDBOX_URL" => None,
-                    other => env(other),
-                },
-            )
-            .unwrap_or_else(|_| unreachable_defaults()),
+        match Self::resolve_with(ConfigInput::default(), env, false) {
+            Ok(settings) => settings,
+            // Only URL checks can fail, and they are off here.
+            Err(_) => Self::resolve_with(ConfigInput::default(), |_| None, false)
+                .unwrap_or_else(|_| builtin_defaults()),
         }
     }
 
@@ -235,8 +234,8 @@ impl Settings {
     }
 }
 
-/// Settings with nothing from the environment (cannot fail).
-fn unreachable_defaults() -> Settings {
+/// E2B's defaults, with nothing from the environment.
+fn builtin_defaults() -> Settings {
     Settings {
         api_key: None,
         template: e2b_wire::api::DEFAULT_TEMPLATE.to_string(),
@@ -340,6 +339,6 @@ mod tests {
         };
         assert!(Settings::resolve(resume_without_pause, env_of(&[])).is_err());
         let s = Settings::from_env(env_of(&[("E2B_API_URL", "nonsense")]));
-        assert_eq!(s.api_url, "https://api.e2b.app");
+        assert_eq!(s.api_url, "nonsense");
     }
 }

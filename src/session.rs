@@ -39,13 +39,6 @@ impl KeepAlive {
         }
     }
 
-    /// Whether the TTL has fully passed since the last refresh: the sandbox
-    /// has certainly expired (unless something else refreshed it).
-    pub fn lapsed(&self, now_ns: u64) -> bool {
-        self.last_refresh_ns
-            .is_some_and(|last| now_ns.saturating_sub(last) >= self.ttl_ns)
-    }
-
     /// The heartbeat period during a call: TTL/2, at least 100 ms.
     pub fn heartbeat_ns(&self) -> u64 {
         (self.ttl_ns / 2).max(100_000_000)
@@ -287,8 +280,6 @@ mod tests {
         assert!(!k.due(10 * S));
         assert!(!k.due(160 * S));
         assert!(k.due(161 * S));
-        assert!(!k.lapsed(309 * S));
-        assert!(k.lapsed(310 * S));
         assert_eq!(k.heartbeat_ns(), 150 * S);
         assert_eq!(KeepAlive::new(0).heartbeat_ns(), 100_000_000);
     }
