@@ -6,5 +6,6 @@
 mod binary;
 mod calls;
 mod catalog;
+mod clock;
 mod limits;
 mod mcp;

@@ -1,0 +1,61 @@
+//! The scaled guest clock: with the local server's TTLs and the guest's
+//! clock both running 10x fast, the guest's heartbeat (every TTL/2 of guest
+//! time) keeps a sandbox alive through a call longer than its real TTL. On
+//! a real clock the same heartbeat comes too late and the sandbox dies.
+
+use e2b_tools_host::{
+    e2b_env, Backend, BackendKind, ClockMode, ComponentSource, LocalBackendOptions, Runtime,
+    SandboxConfig, Session, SessionOptions,
+};
+use serde_json::json;
+
+const SCALE: f64 = 10.0;
+
+/// Runs a 3 s sleep in a sandbox whose 10 s TTL lasts 1 s of real time.
+async fn long_call_with_clock(clock: ClockMode) -> serde_json::Value {
+    let runtime = Runtime::load(ComponentSource::Embedded).expect("component loads");
+    let local = LocalBackendOptions {
+        time_scale: SCALE,
+        ..LocalBackendOptions::default()
+    };
+    let backend = Backend::start(BackendKind::Local, &Default::default(), &local)
+        .await
+        .expect("local server starts");
+    let session = Session::open(
+        &runtime,
+        SessionOptions {
+            config: SandboxConfig {
+                timeout_seconds: Some(10),
+                ..SandboxConfig::default()
+            },
+            env: backend.session_env(&e2b_env(std::iter::empty())),
+            clock,
+            ..SessionOptions::default()
+        },
+    )
+    .await
+    .expect("session opens");
+    let result = session
+        .call_json(
+            "run_code",
+            &json!({"code": "import time\ntime.sleep(3)\nprint('done')"}),
+        )
+        .await
+        .expect("the call returns");
+    let _ = session.shutdown().await;
+    backend.shutdown().await;
+    result
+}
+
+#[tokio::test]
+async fn a_scaled_clock_drives_the_heartbeat_at_scaled_speed() {
+    let result = long_call_with_clock(ClockMode::Scaled(SCALE)).await;
+    assert_eq!(result["success"], true, "{result}");
+    assert_eq!(result["stdout"], "done\n", "{result}");
+}
+
+#[tokio::test]
+async fn on_a_real_clock_the_same_heartbeat_is_too_slow() {
+    let result = long_call_with_clock(ClockMode::Real).await;
+    assert_eq!(result["success"], false, "{result}");
+}
