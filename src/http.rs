@@ -12,14 +12,16 @@ use wasip2::http::types::{
     ErrorCode, Fields, IncomingBody, IncomingResponse, Method as WasiMethod, OutgoingBody,
     OutgoingRequest, RequestOptions, Scheme,
 };
-use wasip2::io::streams::StreamError;
-use wstd::io::{AsyncInputStream, AsyncOutputStream, AsyncPollable};
+use wasip2::io::streams::{InputStream, StreamError};
+use wstd::io::{AsyncOutputStream, AsyncPollable};
 
 use crate::errors::{ErrorKind, Failure};
 use crate::request::{split_url, HttpRequest, Method};
 
 /// Size of one read from a response body.
 const READ_CHUNK: usize = 64 * 1024;
+/// Pause after a read that found no data although the stream polled ready.
+const EMPTY_READ_BACKOFF: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// A response whose body is read as it arrives.
 pub struct HttpResponse {
@@ -32,7 +34,8 @@ pub struct HttpResponse {
 /// A response body. Fields drop in declaration order, children before
 /// parents, as WASI resources require.
 pub struct BodyReader {
-    stream: Option<AsyncInputStream>,
+    /// The body stream and its readiness pollable (the pollable drops first).
+    stream: Option<(AsyncPollable, InputStream)>,
     _body: Option<IncomingBody>,
     _response: IncomingResponse,
 }
@@ -40,28 +43,34 @@ pub struct BodyReader {
 impl BodyReader {
     /// The next chunk, `None` at the end of the body.
     pub async fn chunk(&mut self) -> Result<Option<Vec<u8>>, Failure> {
-        let Some(stream) = &self.stream else {
-            return Ok(None);
-        };
-        let mut buf = vec![0u8; READ_CHUNK];
-        match stream.read(&mut buf).await {
-            Ok(0) => {
-                self.stream = None;
-                Ok(None)
-            }
-            Ok(n) => {
-                buf.truncate(n);
-                Ok(Some(buf))
-            }
-            Err(e) => {
-                self.stream = None;
-                Err(Failure::new(
-                    ErrorKind::Network,
-                    format!(
-                        "the connection closed while reading the answer: {}",
-                        first_line(&e.to_string())
-                    ),
-                ))
+        loop {
+            let Some((ready, stream)) = &self.stream else {
+                return Ok(None);
+            };
+            ready.wait_for().await;
+            match stream.read(READ_CHUNK as u64) {
+                // Some hosts (jco's preview2-shim) report a body stream ready
+                // before data has arrived. Retrying at once (as wstd's reader
+                // does) never yields, which starves the heartbeat and deadline
+                // timers racing this read: back off on the reactor instead.
+                Ok(bytes) if bytes.is_empty() => {
+                    wstd::task::sleep(EMPTY_READ_BACKOFF.into()).await;
+                }
+                Ok(bytes) => return Ok(Some(bytes)),
+                Err(StreamError::Closed) => {
+                    self.stream = None;
+                    return Ok(None);
+                }
+                Err(StreamError::LastOperationFailed(e)) => {
+                    self.stream = None;
+                    return Err(Failure::new(
+                        ErrorKind::Network,
+                        format!(
+                            "the connection closed while reading the answer: {}",
+                            first_line(&e.to_debug_string())
+                        ),
+                    ));
+                }
             }
         }
     }
@@ -220,7 +229,7 @@ pub async fn send(req: &HttpRequest, connect_timeout_ms: u32) -> Result<HttpResp
     Ok(HttpResponse {
         status,
         body: BodyReader {
-            stream: Some(AsyncInputStream::new(input)),
+            stream: Some((AsyncPollable::new(input.subscribe()), input)),
             _body: Some(incoming),
             _response: response,
         },
