@@ -9,3 +9,4 @@ mod catalog;
 mod clock;
 mod limits;
 mod mcp;
+mod session;

@@ -11,6 +11,11 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+# A 1x1 PNG.
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+
 EXPECTED = {
     "run_code",
     "run_command",
@@ -23,7 +28,7 @@ EXPECTED = {
 
 async def main(binary: str) -> None:
     # No E2B_API_KEY in the server's environment: the local backend.
-    params = StdioServerParameters(command=binary, args=["mcp"])
+    params = StdioServerParameters(command=binary, args=["--rich-results", "mcp"])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
@@ -51,6 +56,18 @@ async def main(binary: str) -> None:
             result = await session.call_tool("run_code", {"code": "x + 1"})
             payload = json.loads(result.content[0].text)
             assert payload["text"] == "43", payload
+
+            # A PNG the code displays comes back as MCP image content.
+            code = (
+                "import base64\nfrom IPython.display import Image, display\n"
+                f"display(Image(data=base64.b64decode('{PNG}')))"
+            )
+            result = await session.call_tool("run_code", {"code": code})
+            assert not result.is_error, result
+            images = [c for c in result.content if c.type == "image"]
+            assert len(images) == 1, result
+            assert images[0].mime_type == "image/png", images[0]
+            assert images[0].data == PNG, images[0]
 
             # A tool failure is an error result, not a protocol error.
             result = await session.call_tool("read_file", {"path": "/home/user/missing"})
