@@ -173,41 +173,29 @@ describe('typed tools', () => {
     );
   });
 
-  it(
-    'a long-running background command returns while it runs',
-    {
-      todo:
-        'jco: HTTP body streams always poll ready, and the guest spins on empty reads ' +
-        'without yielding to its timers (see README)',
-    },
-    () => {
-      const started = Date.now();
-      const result = e2b.startBackgroundCommand({ command: 'sleep 30', timeoutSeconds: 6 });
-      assert.ok(result.pid > 0);
-      assert.equal(result.readiness, undefined);
-      assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
-    },
-  );
+  it('a long-running background command returns while it runs', () => {
+    const started = Date.now();
+    const result = e2b.startBackgroundCommand({ command: 'sleep 30', timeoutSeconds: 6 });
+    assert.ok(result.pid > 0);
+    assert.equal(result.readiness, undefined);
+    assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
+  });
 });
 
 describe('keep-alive', () => {
-  it(
-    'a call longer than the sandbox timeout keeps the sandbox alive',
-    { todo: 'jco: same cause as the long-running background command (see README)' },
-    async () => {
-      const e2b = await loadE2BTools();
-      e2b.configure({ timeoutSeconds: 4 });
-      try {
-        const result = e2b.callTool('run_code', {
-          code: 'import time\ntime.sleep(8)\nprint("alive")',
-        });
-        assert.equal(result.stdout, 'alive\n', JSON.stringify(result));
-        assert.equal(e2b.callTool('run_command', { command: 'true' }).success, true);
-      } finally {
-        e2b.shutdown();
-      }
-    },
-  );
+  it('a call longer than the sandbox timeout keeps the sandbox alive', async () => {
+    const e2b = await loadE2BTools();
+    e2b.configure({ timeoutSeconds: 4 });
+    try {
+      const result = e2b.callTool('run_code', {
+        code: 'import time\ntime.sleep(8)\nprint("alive")',
+      });
+      assert.equal(result.stdout, 'alive\n', JSON.stringify(result));
+      assert.equal(e2b.callTool('run_command', { command: 'true' }).success, true);
+    } finally {
+      e2b.shutdown();
+    }
+  });
 });
 
 describe('parity with the Rust host', { skip: !process.env.E2B_TOOLS_EXPECTED }, () => {
