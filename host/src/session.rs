@@ -512,3 +512,19 @@ impl Instance {
         self.sandbox_id = current;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_e2b_variables_are_kept() {
+        let env = e2b_env([
+            ("E2B_API_KEY".to_string(), "k".to_string()),
+            ("HOME".to_string(), "/root".to_string()),
+            ("AWS_SECRET_ACCESS_KEY".to_string(), "s".to_string()),
+            ("XE2B_API_KEY".to_string(), "x".to_string()),
+        ]);
+        assert_eq!(env.keys().collect::<Vec<_>>(), ["E2B_API_KEY"]);
+    }
+}

@@ -120,7 +120,7 @@ async fn requests_outside_the_allow_list_never_leave_the_host() {
 }
 
 #[tokio::test]
-async fn only_e2b_variables_reach_the_component_and_bad_urls_are_refused() {
+async fn malformed_endpoint_urls_are_refused_when_the_session_opens() {
     let runtime = runtime();
     let err = Session::open(
         &runtime,

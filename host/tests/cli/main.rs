@@ -9,4 +9,5 @@ mod catalog;
 mod clock;
 mod limits;
 mod mcp;
+mod pool;
 mod session;
