@@ -51,11 +51,8 @@ impl OutboundClient {
         tcp.enforce_http(false);
         tcp.set_nodelay(true);
         tcp.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        // The ring provider explicitly: relying on a process-wide default
-        // panics if another dependency enables a second rustls backend.
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
-            .map_err(io::Error::other)?
+            .with_tls_config(tls_config()?)
             .https_or_http()
             .enable_http1()
             .wrap_connector(tcp);
@@ -96,6 +93,25 @@ impl OutboundClient {
     }
 }
 
+/// TLS client configuration: the ring provider explicitly (relying on a
+/// process-wide default panics if another dependency enables a second
+/// rustls backend) and Mozilla's roots plus the system's.
+fn tls_config() -> Result<rustls::ClientConfig, io::Error> {
+    let mut roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let native = rustls_native_certs::load_native_certs();
+    for error in &native.errors {
+        tracing::debug!(%error, "skipping part of the system certificate store");
+    }
+    let (added, ignored) = roots.add_parsable_certificates(native.certs);
+    tracing::debug!(added, ignored, "system trust anchors loaded");
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map(|builder| builder.with_root_certificates(roots).with_no_client_auth())
+        .map_err(io::Error::other)
+}
+
 /// Reads the guest's request body to its end.
 ///
 /// Why: a guest may call `outgoing-handler.handle` before it finishes
@@ -113,6 +129,12 @@ fn classify_client_error(err: &hyper_util::client::legacy::Error) -> Error {
     let mut source: Option<&(dyn StdError + 'static)> = err.source();
     while let Some(cause) = source {
         if let Some(io_err) = cause.downcast_ref::<io::Error>() {
+            if let Some(tls_err) = io_err
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            {
+                return classify_tls_error(tls_err);
+            }
             return match io_err.kind() {
                 io::ErrorKind::TimedOut => Error::ConnectionTimeout,
                 io::ErrorKind::ConnectionRefused => Error::ConnectionRefused,
@@ -142,6 +164,19 @@ fn classify_client_error(err: &hyper_util::client::legacy::Error) -> Error {
         Error::ConnectionRefused
     } else {
         Error::HttpProtocolError
+    }
+}
+
+fn classify_tls_error(err: &rustls::Error) -> Error {
+    match err {
+        rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
+            Error::TlsCertificateError
+        }
+        rustls::Error::AlertReceived(alert) => Error::TlsAlertReceived {
+            alert_id: Some(u8::from(*alert)),
+            alert_message: Some(format!("{alert:?}")),
+        },
+        _ => Error::TlsProtocolError,
     }
 }
 
