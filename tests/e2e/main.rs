@@ -7,9 +7,16 @@
 //! - `lifecycle`: lazy creation, keep-alive on a scaled clock, expiry,
 //!   resume, shutdown.
 //! - `faults`: server faults injected through the local server's handle.
+//! - `matrix`: the remaining fault-matrix cells, one test each.
+//! - `security`: the allow-list, secrets, the memory cap, server auth and
+//!   sandbox isolation.
+//! - `soak`: 2,000 sequential calls and 50 concurrent sessions.
 
 mod faults;
 mod harness;
 mod lifecycle;
+mod matrix;
 mod parity;
+mod security;
+mod soak;
 mod tools;

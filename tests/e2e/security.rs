@@ -1,0 +1,456 @@
+//! The security promises, each tried against the real pieces: the outbound
+//! allow-list, secrets kept out of results, logs and the sandbox, the
+//! memory cap, and the local server's own authentication and isolation.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use e2b_local::{LocalServer, Options};
+use e2b_tools_host::{
+    ErrorKind, OutboundPolicy, RunCommandArgs, Session, SessionError, SessionOptions,
+};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::harness::{call, env_for, ok, runtime, server, session};
+
+/// Everything the host and server log, at every level, for the whole binary.
+fn captured_logs() -> &'static Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let writer = LogWriter(buffer.clone());
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                "info,e2b_tools=trace,e2b_tools_host=trace,e2b_local=trace",
+            ))
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        // Another module may have installed one first; then logs go there
+        // and the sanity check below says so.
+        let _ = tracing::subscriber::set_global_default(subscriber);
+        buffer
+    })
+}
+
+#[derive(Clone)]
+struct LogWriter(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One raw HTTP/1.1 request to the local server: (status, body text).
+async fn http(
+    server: &LocalServer,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    let mut request = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: 0\r\n",
+        server.addr()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// The envd access token of `sandbox_id`, from the control plane.
+async fn access_token(server: &LocalServer, sandbox_id: &str) -> String {
+    let (status, body) = http(
+        server,
+        "GET",
+        &format!("/sandboxes/{sandbox_id}"),
+        &[("X-API-KEY", server.api_key())],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let detail: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    detail["envdAccessToken"]
+        .as_str()
+        .expect("a token")
+        .to_string()
+}
+
+fn command(command: &str) -> RunCommandArgs {
+    RunCommandArgs {
+        command: command.into(),
+        cwd: None,
+        envs: vec![],
+        timeout_seconds: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_to_a_host_outside_the_allow_list_is_refused() {
+    let allowed = server().await;
+    let elsewhere = server().await;
+    // The component is pointed at `elsewhere`, the allow-list names only `allowed`.
+    let s = Session::open(
+        runtime(),
+        SessionOptions {
+            env: env_for(&elsewhere),
+            policy: Some(
+                OutboundPolicy::for_endpoints(Some(&allowed.url()), Some(&allowed.url()), None)
+                    .unwrap(),
+            ),
+            ..SessionOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let err = s
+        .run_command(&command("true"))
+        .await
+        .unwrap()
+        .expect_err("refused");
+    assert_eq!(err.kind, ErrorKind::Network, "{err:?}");
+    assert!(!err.message.is_empty());
+    let r = call(&s, "read_file", json!({"path": "/etc/hostname"})).await;
+    assert_eq!(r["success"], false, "{r}");
+    assert!(
+        elsewhere.stats().requests.is_empty(),
+        "nothing reached it: {:?}",
+        elsewhere.stats()
+    );
+    assert!(
+        allowed.stats().requests.is_empty(),
+        "nor the allowed one (not asked)"
+    );
+    assert_eq!(elsewhere.stats().live_sandboxes, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_and_token_never_appear_in_results_logs_or_the_sandbox() {
+    let logs = captured_logs();
+    let server = server().await;
+    let mut env = env_for(&server);
+    env.insert("NOT_E2B_SECRET".into(), "leak-marker-4711".into());
+    let s = Session::open(
+        runtime(),
+        SessionOptions {
+            env,
+            ..SessionOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut results = Vec::new();
+    results.push(ok(call(
+        &s,
+        "run_command",
+        json!({"command": "env; cat /proc/self/environ | tr '\\0' '\\n'"}),
+    )
+    .await));
+    let id = s.sandbox_id().await.unwrap().expect("a sandbox");
+    let token = access_token(&server, &id).await;
+    let key = server.api_key().to_string();
+    assert!(token.len() >= 8 && key.len() >= 8);
+
+    let env_out = results[0]["stdout"].as_str().unwrap().to_string();
+    assert!(env_out.contains("PATH="), "the env listing ran: {env_out}");
+    for secret in [&key, &token, &"leak-marker-4711".to_string()] {
+        assert!(
+            !env_out.contains(secret.as_str()),
+            "the sandbox env holds {secret}"
+        );
+    }
+    // Successes and every kind of failure.
+    results.push(
+        call(
+            &s,
+            "run_command",
+            json!({"command": "echo $E2B_API_KEY $E2B_ACCESS_TOKEN; exit 3"}),
+        )
+        .await,
+    );
+    results.push(
+        call(
+            &s,
+            "run_code",
+            json!({"code": "import os; print(dict(os.environ)); 1/0"}),
+        )
+        .await,
+    );
+    results.push(call(&s, "read_file", json!({"path": "/nope/missing"})).await);
+    results.push(
+        call(
+            &s,
+            "write_file",
+            json!({"path": "/proc/forbidden", "content": "x"}),
+        )
+        .await,
+    );
+    results.push(call(&s, "list_files", json!({"path": "/home/user"})).await);
+    results.push(
+        call(
+            &s,
+            "start_background_command",
+            json!({"command": "sleep 1"}),
+        )
+        .await,
+    );
+    results.push(call(&s, "no_such_tool", json!({})).await);
+    results.push(call(&s, "run_command", json!({"command": 42})).await);
+    // A failing keyed request: the server answers 401 for a wrong key.
+    let mut wrong = env_for(&server);
+    wrong.insert("E2B_API_KEY".into(), format!("{key}x"));
+    let w = Session::open(
+        runtime(),
+        SessionOptions {
+            env: wrong,
+            ..SessionOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let err = w
+        .run_command(&command("true"))
+        .await
+        .unwrap()
+        .expect_err("bad key");
+    assert_eq!(err.kind, ErrorKind::Auth, "{err:?}");
+    results.push(json!({"error": err.message, "partial": err.partial_output}));
+    assert!(s.shutdown().await.unwrap());
+
+    for r in &results {
+        let text = r.to_string();
+        assert!(!text.contains(&key), "the key is in a result: {text}");
+        assert!(!text.contains(&token), "the token is in a result: {text}");
+    }
+    let logged = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    if logged.contains("e2b_tools::audit") {
+        assert!(!logged.contains(&key), "the key is in the logs");
+        assert!(!logged.contains(&token), "the token is in the logs");
+    } else {
+        panic!(
+            "the log capture saw no audit line; captured {} bytes",
+            logged.len()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_over_its_memory_cap_traps_while_other_sessions_keep_working() {
+    let server = server().await;
+    let healthy = session(&server).await;
+    ok(call(&healthy, "run_command", json!({"command": "true"})).await);
+    let capped = Session::open(
+        runtime(),
+        SessionOptions {
+            env: env_for(&server),
+            memory_limit: 16 << 20,
+            ..SessionOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let big = "x".repeat(64 << 20);
+    let still_here = command("echo still here");
+    let (trapped, meanwhile) = tokio::join!(
+        capped.write_file("/home/user/big.txt", &big),
+        healthy.run_command(&still_here)
+    );
+    assert!(
+        matches!(trapped, Err(SessionError::Trapped(_))),
+        "{trapped:?}"
+    );
+    assert_eq!(meanwhile.unwrap().unwrap().stdout, "still here\n");
+    assert!(matches!(
+        capped.list_tools().await,
+        Err(SessionError::Dead(_))
+    ));
+    ok(call(&healthy, "read_file", json!({"path": "/etc/hostname"})).await);
+    healthy.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_server_refuses_requests_without_a_valid_key_or_token() {
+    let server = server().await;
+    let key = server.api_key().to_string();
+    assert_eq!(http(&server, "GET", "/sandboxes", &[]).await.0, 401);
+    assert_eq!(
+        http(
+            &server,
+            "GET",
+            "/sandboxes",
+            &[("X-API-KEY", "e2b_00000000000000000000000000000000")]
+        )
+        .await
+        .0,
+        401
+    );
+    assert_eq!(
+        http(&server, "GET", "/sandboxes", &[("X-API-KEY", &key)])
+            .await
+            .0,
+        200
+    );
+
+    let a = session(&server).await;
+    let b = session(&server).await;
+    ok(call(
+        &a,
+        "write_file",
+        json!({"path": "/home/user/a.txt", "content": "from a"}),
+    )
+    .await);
+    ok(call(
+        &b,
+        "write_file",
+        json!({"path": "/home/user/b.txt", "content": "from b"}),
+    )
+    .await);
+    let a_id = a.sandbox_id().await.unwrap().unwrap();
+    let b_id = b.sandbox_id().await.unwrap().unwrap();
+    let a_token = access_token(&server, &a_id).await;
+    let files = |id: &str| {
+        vec![
+            ("E2b-Sandbox-Id", id.to_string()),
+            ("E2b-Sandbox-Port", "49983".to_string()),
+        ]
+    };
+    let get = |id: String, token: Option<String>, path: &'static str| {
+        let server = &server;
+        let mut headers = files(&id);
+        if let Some(t) = token {
+            headers.push(("X-Access-Token", t));
+        }
+        async move {
+            let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            http(server, "GET", &format!("/files?path={path}"), &h).await
+        }
+    };
+    let (status, body) = get(a_id.clone(), Some(a_token.clone()), "/home/user/a.txt").await;
+    assert_eq!((status, body.contains("from a")), (200, true), "{body}");
+    assert_eq!(get(a_id.clone(), None, "/home/user/a.txt").await.0, 401);
+    assert_eq!(
+        get(a_id.clone(), Some("wrong".into()), "/home/user/a.txt")
+            .await
+            .0,
+        401
+    );
+    // A's token does not open B.
+    let (status, body) = get(b_id.clone(), Some(a_token.clone()), "/home/user/b.txt").await;
+    assert_eq!(status, 401, "{body}");
+    assert!(!body.contains("from b"));
+    // Nor does an upload with it.
+    let mut headers = files(&b_id);
+    headers.push(("X-Access-Token", a_token.clone()));
+    let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(
+        http(&server, "POST", "/files?path=/home/user/b.txt", &h)
+            .await
+            .0,
+        401
+    );
+    assert_eq!(
+        ok(call(&b, "read_file", json!({"path": "/home/user/b.txt"})).await)["content"],
+        "from b"
+    );
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if let Some(found) = find_file(&path, name) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_cannot_reach_another_sandboxs_files_by_host_path() {
+    // A data dir outside /tmp, so it is not covered by the sandbox's own /tmp.
+    let data_dir =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("security-{}", std::process::id()));
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let server = LocalServer::start(Options {
+        data_dir: Some(data_dir.clone()),
+        ..Options::default()
+    })
+    .await
+    .unwrap();
+    let a = session(&server).await;
+    let b = session(&server).await;
+    ok(call(
+        &b,
+        "write_file",
+        json!({"path": "/home/user/secret-b.txt", "content": "b-secret-31337"}),
+    )
+    .await);
+    ok(call(&a, "run_command", json!({"command": "true"})).await);
+    let host_path = find_file(&data_dir, "secret-b.txt").expect("B's file is under the data dir");
+    let host_dir = host_path.parent().unwrap().display().to_string();
+    let host_path = host_path.display().to_string();
+
+    let probe = format!(
+        "cat {host_path}; ls -la {dir}; echo pwned > {dir}/pwn.txt; echo pwned > {host_path}; ls {data}",
+        dir = host_dir,
+        data = data_dir.display()
+    );
+    let r = call(&a, "run_command", json!({"command": probe})).await;
+    let text = r.to_string();
+    assert!(!text.contains("b-secret-31337"), "A read B's file: {text}");
+    assert!(
+        !Path::new(&host_dir).join("pwn.txt").exists(),
+        "A wrote into B: {text}"
+    );
+    let r = call(&a, "read_file", json!({"path": host_path})).await;
+    assert_eq!(
+        r["success"], false,
+        "the files API resolves inside A only: {r}"
+    );
+    let r = call(
+        &a,
+        "write_file",
+        json!({"path": format!("{host_dir}/pwn2.txt"), "content": "x"}),
+    )
+    .await;
+    let _ = r;
+    assert!(
+        !Path::new(&host_dir).join("pwn2.txt").exists(),
+        "A wrote into B via the files API"
+    );
+    assert_eq!(
+        ok(call(&b, "read_file", json!({"path": "/home/user/secret-b.txt"})).await)["content"],
+        "b-secret-31337"
+    );
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+    drop(server);
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
