@@ -34,7 +34,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(kept.len() <= limit);
         assert!(whole.starts_with(kept));
         // The longest whole-character prefix: the next character did not fit.
-        let next = whole[kept.len()..].chars().next().expect("something was cut");
+        let next = whole[kept.len()..]
+            .chars()
+            .next()
+            .expect("something was cut");
         assert!(kept.len() + next.len_utf8() > limit);
         assert!(tail.ends_with(" bytes]"));
     }

@@ -21,6 +21,10 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Err(err) = parse_call(&name, &args) {
         assert!(!err.message.is_empty());
-        assert_eq!(err.kind, e2b_tools::errors::ErrorKind::InvalidArgument, "{err:?}");
+        assert_eq!(
+            err.kind,
+            e2b_tools::errors::ErrorKind::InvalidArgument,
+            "{err:?}"
+        );
     }
 });

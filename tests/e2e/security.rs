@@ -454,3 +454,94 @@ async fn a_sandbox_cannot_reach_another_sandboxs_files_by_host_path() {
     drop(server);
     let _ = std::fs::remove_dir_all(&data_dir);
 }
+
+/// Sends one JSON-RPC message over the MCP stdio framing (one JSON per line).
+async fn mcp_send(writer: &mut (impl tokio::io::AsyncWrite + Unpin), message: Value) {
+    let mut line = message.to_string();
+    line.push('\n');
+    writer.write_all(line.as_bytes()).await.unwrap();
+}
+
+/// Reads MCP messages until the answer with `id` arrives; returns every line read.
+async fn mcp_until(reader: &mut (impl tokio::io::AsyncBufRead + Unpin), id: u64) -> Vec<String> {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        let n = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            reader.read_line(&mut line),
+        )
+        .await
+        .expect("the MCP server answers")
+        .unwrap();
+        assert!(n > 0, "the MCP server closed early; got {lines:?}");
+        let done = serde_json::from_str::<Value>(&line).is_ok_and(|v| v["id"] == id);
+        lines.push(line);
+        if done {
+            return lines;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_and_token_never_appear_in_mcp_messages() {
+    let server = server().await;
+    let s = session(&server).await;
+    let mcp = e2b_tools_host::mcp::McpServer::new(s).await.unwrap();
+    let session = mcp.session().clone();
+    let (client, server_side) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_side);
+    let serving = tokio::spawn(mcp.serve((server_read, server_write)));
+    let (client_read, mut client_write) = tokio::io::split(client);
+    let mut reader = tokio::io::BufReader::new(client_read);
+
+    let mut seen = Vec::new();
+    mcp_send(&mut client_write, json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "security-test", "version": "0"}}})).await;
+    seen.extend(mcp_until(&mut reader, 1).await);
+    mcp_send(
+        &mut client_write,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    let calls = [
+        json!({"name": "run_command", "arguments": {"command": "env"}}),
+        json!({"name": "run_command", "arguments": {"command": "echo $E2B_API_KEY; exit 2"}}),
+        json!({"name": "read_file", "arguments": {"path": "/nope"}}),
+        json!({"name": "run_code", "arguments": {"code": "1/0"}}),
+        json!({"name": "no_such_tool", "arguments": {}}),
+    ];
+    mcp_send(
+        &mut client_write,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    )
+    .await;
+    seen.extend(mcp_until(&mut reader, 2).await);
+    for (i, params) in calls.into_iter().enumerate() {
+        let id = 10 + i as u64;
+        mcp_send(
+            &mut client_write,
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}),
+        )
+        .await;
+        seen.extend(mcp_until(&mut reader, id).await);
+    }
+    let id = session.sandbox_id().await.unwrap().expect("a sandbox");
+    let token = access_token(&server, &id).await;
+    let all = seen.concat();
+    assert!(all.contains("PATH="), "the env call answered: {all}");
+    assert!(
+        !all.contains(server.api_key()),
+        "the key is in an MCP message"
+    );
+    assert!(!all.contains(&token), "the token is in an MCP message");
+    drop(client_write);
+    drop(reader);
+    serving.await.unwrap().unwrap();
+    assert_eq!(
+        server.stats().live_sandboxes,
+        0,
+        "closing MCP shut the sandbox down"
+    );
+}
