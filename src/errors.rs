@@ -218,7 +218,10 @@ pub fn from_connect(code: Code, message: &str) -> Failure {
 /// else the HTTP status (an integer `code` in a JSON body wins).
 pub fn from_connect_http(status: u16, body: &[u8]) -> Failure {
     if let Ok(err) = serde_json::from_slice::<e2b_wire::connect::ConnectError>(body) {
-        return from_connect(err.code, &err.message);
+        if !err.message.trim().is_empty() {
+            return from_connect(err.code, &err.message);
+        }
+        return from_connect(err.code, &format!("{status} {}", reason(status)));
     }
     let mut code = status;
     if let Ok(serde_json::Value::Object(map)) = serde_json::from_slice::<serde_json::Value>(body) {
@@ -226,12 +229,26 @@ pub fn from_connect_http(status: u16, body: &[u8]) -> Failure {
             code = u16::try_from(c).unwrap_or(status);
         }
     }
-    from_connect(Code::from_http_status(code), &body_message(body))
+    from_connect(
+        Code::from_http_status(code),
+        &message_or_status(body, status),
+    )
+}
+
+/// [`body_message`], or the status and its reason phrase when the body says
+/// nothing (a proxy's bare 403), so an error never reads as blank.
+fn message_or_status(body: &[u8], status: u16) -> String {
+    let message = body_message(body);
+    if message.trim().is_empty() {
+        format!("{status} {}", reason(status))
+    } else {
+        message
+    }
 }
 
 /// An error answer from envd's REST API (`/files`), as `format_envd_api_exception`.
 pub fn from_envd_http(status: u16, body: &[u8]) -> Failure {
-    let message = body_message(body);
+    let message = message_or_status(body, status);
     match status {
         400 => Failure::new(ErrorKind::InvalidArgument, message),
         401 => Failure::new(ErrorKind::Auth, message),
@@ -255,6 +272,9 @@ pub fn from_envd_http(status: u16, body: &[u8]) -> Failure {
 pub fn from_interpreter_http(status: u16, body: &[u8]) -> Failure {
     let text = String::from_utf8_lossy(body).into_owned();
     match status {
+        404 if text.trim().is_empty() => {
+            Failure::new(ErrorKind::NotFound, format!("{status} {}", reason(status)))
+        }
         404 => Failure::new(ErrorKind::NotFound, text),
         502 => {
             // The proxy's "sandbox was not found" means the sandbox is gone.
@@ -325,6 +345,21 @@ pub fn redact(text: &str, secrets: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blank_error_bodies_still_give_a_message() {
+        // Found by fuzz/server_answers: a bare 403 gave an empty message.
+        let err = from_envd_http(403, b"");
+        assert_eq!(err.kind, ErrorKind::PermissionDenied);
+        assert_eq!(err.message, "403 Forbidden");
+        let err = from_connect_http(400, b"  ");
+        assert_eq!(err.kind, ErrorKind::InvalidArgument);
+        assert_eq!(err.message, "400 Bad Request");
+        assert_eq!(
+            from_envd_http(404, br#"{"message":"no such file"}"#).message,
+            "no such file"
+        );
+    }
 
     #[test]
     fn proxy_not_found_is_expiry() {
