@@ -1,0 +1,52 @@
+//! Whatever a server or proxy answers (any status, any body) becomes a
+//! typed result or failure, never a panic; and redaction leaves no secret
+//! behind in any text.
+#![no_main]
+
+use e2b_tools::api::{parse_kill, parse_sandbox, parse_set_timeout};
+use e2b_tools::envd::parse_list_dir;
+use e2b_tools::errors::{
+    body_message, from_api_status, from_connect_http, from_envd_http, from_interpreter_http, redact,
+};
+use e2b_tools::request::split_url;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 2 {
+        return;
+    }
+    let status = u16::from_be_bytes([data[0], data[1]]) % 700;
+    let body = &data[2..];
+    let _ = parse_sandbox(status, body, None);
+    let _ = parse_sandbox(status, body, Some("sbx1"));
+    let _ = parse_set_timeout(status, body, "sbx1");
+    let _ = parse_kill(status, body);
+    let _ = parse_list_dir(status, body);
+    for failure in [
+        from_api_status(status, body),
+        from_connect_http(status, body),
+        from_envd_http(status, body),
+        from_interpreter_http(status, body),
+    ] {
+        assert!(!failure.message.is_empty(), "{failure:?}");
+    }
+    let _ = body_message(body);
+
+    let text = String::from_utf8_lossy(body);
+    let _ = split_url(&text);
+    // Secrets are taken from the text itself, so they do occur in it.
+    let a: String = text.chars().take(8).collect();
+    let b: String = text.chars().skip(3).take(12).collect();
+    let secrets: Vec<&str> = [a.as_str(), b.as_str()]
+        .into_iter()
+        .filter(|s| s.len() >= 6 && !s.contains(['<', '>']))
+        .collect();
+    let redacted = redact(&text, &secrets);
+    // The placeholder itself may contain a "secret" made of letters only;
+    // what must not survive is a secret in the text around the placeholders.
+    for part in redacted.split("<redacted>") {
+        for secret in &secrets {
+            assert!(!part.contains(secret), "{secret:?} left in {redacted:?}");
+        }
+    }
+});
