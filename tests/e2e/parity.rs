@@ -202,10 +202,11 @@ async fn call_tool_gives_e2b_adk_dicts_for_the_same_calls() {
 
     let mut mismatches = Vec::new();
     for ((c, ours), theirs) in calls.iter().zip(&ours).zip(&theirs) {
-        let (o, t) = (normalise(ours.clone()), normalise(theirs.clone()));
-        // serde_json keeps key order (preserve_order is off, so compare the
-        // key sequences as serialised text).
-        if o.to_string() != t.to_string() {
+        // Compared as text: with preserve_order the maps keep their key
+        // order, but map equality ignores it, and the order is the contract.
+        let ours_text = normalise(ours.clone()).to_string();
+        let theirs_text = normalise(theirs.clone()).to_string();
+        if ours_text != theirs_text {
             mismatches.push(format!("call {c}\n  ours:    {ours}\n  e2b-adk: {theirs}"));
         }
     }
