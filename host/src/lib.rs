@@ -80,6 +80,7 @@ mod backend;
 pub mod bindings;
 mod clock;
 mod config;
+mod limits;
 pub mod mcp;
 mod outbound;
 mod policy;

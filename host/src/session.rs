@@ -6,6 +6,7 @@ use crate::bindings::{
 };
 use crate::clock::{ClockMode, SessionClock};
 use crate::config::SandboxConfig;
+use crate::limits::MemoryLimiter;
 use crate::outbound::OutboundHooks;
 use crate::policy::{OutboundPolicy, PolicyError};
 use crate::runtime::Runtime;
@@ -173,6 +174,7 @@ impl Session {
             .memory_size(options.memory_limit)
             .trap_on_grow_failure(true)
             .build();
+        let limits = MemoryLimiter::new(limits);
         let state = SessionState::new(&env, hooks, limits, SessionClock::new(options.clock));
         let mut store = Store::new(runtime.pre().engine(), state);
         store.limiter(|state| &mut state.limits);
@@ -205,6 +207,19 @@ impl Session {
     /// This session's number in the audit trail.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Bytes of linear memory the component instance holds. Wasm memories
+    /// never shrink, so this is also the most it has held; compare it with
+    /// [`SessionOptions::memory_limit`]. Waits for a running call to end.
+    pub async fn linear_memory_bytes(&self) -> usize {
+        self.instance
+            .lock()
+            .await
+            .store
+            .data()
+            .limits
+            .linear_memory_bytes()
     }
 
     /// The tools (names, descriptions, JSON Schemas of their arguments).

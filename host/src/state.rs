@@ -1,10 +1,10 @@
 //! The per-session store data: what one component instance may touch.
 
 use crate::clock::SessionClock;
+use crate::limits::MemoryLimiter;
 use crate::outbound::OutboundHooks;
 use std::collections::BTreeMap;
 use wasmtime::component::ResourceTable;
-use wasmtime::StoreLimits;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -14,7 +14,7 @@ pub(crate) struct SessionState {
     http: WasiHttpCtx,
     pub(crate) table: ResourceTable,
     hooks: OutboundHooks,
-    pub(crate) limits: StoreLimits,
+    pub(crate) limits: MemoryLimiter,
     pub(crate) clock: SessionClock,
 }
 
@@ -25,7 +25,7 @@ impl SessionState {
     pub(crate) fn new(
         env: &BTreeMap<String, String>,
         hooks: OutboundHooks,
-        limits: StoreLimits,
+        limits: MemoryLimiter,
         clock: SessionClock,
     ) -> Self {
         let mut wasi = WasiCtx::builder();
