@@ -10,7 +10,7 @@
 //! # Tutorial
 //!
 //! 1. **Load the component once.** [`Runtime::load`] compiles it (or reads
-//!    wasmtime's compilation cache) and links it; keep the `Runtime` for the
+//!    its compilation cache, an uncompressed artifact it maps) and links it; keep the `Runtime` for the
 //!    life of the process.
 //! 2. **Pick a backend.** [`Backend::start`] with [`BackendKind::Local`]
 //!    starts the local E2B-compatible server in-process; with
@@ -76,6 +76,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod artifact_cache;
 mod backend;
 pub mod bindings;
 mod clock;

@@ -1,6 +1,7 @@
 //! [`Runtime`]: the component compiled once, linked with WASI and
 //! `wasi:http`, ready to instantiate cheaply for each session.
 
+use crate::artifact_cache;
 use crate::bindings::E2bToolsPre;
 use crate::clock::{ScaledClock, ScaledClockView};
 use crate::outbound::OutboundClient;
@@ -9,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Cache, CacheConfig, Config, Engine};
+use wasmtime::{Config, Engine};
 
 /// The guest component built by `host/build.rs` from this workspace.
 pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(env!("E2B_TOOLS_EMBEDDED_COMPONENT"));
@@ -28,7 +29,7 @@ pub enum ComponentSource {
 /// Where compiled machine code is cached between processes.
 #[derive(Debug, Clone, Default)]
 pub enum CompileCache {
-    /// wasmtime's default cache directory (under the user's cache dir).
+    /// `$XDG_CACHE_HOME/e2b-tools` (else `~/.cache/e2b-tools`).
     #[default]
     Default,
     /// This directory.
@@ -106,19 +107,37 @@ impl Runtime {
         options: RuntimeOptions,
     ) -> Result<Self, RuntimeError> {
         let started = Instant::now();
-        let engine = build_engine(&options)?;
-        let component = match source {
-            ComponentSource::Embedded => Component::new(&engine, EMBEDDED_COMPONENT),
-            ComponentSource::Bytes(bytes) => Component::new(&engine, bytes),
-            ComponentSource::File(path) => {
-                let bytes = std::fs::read(&path).map_err(|source| RuntimeError::Read {
+        let engine = build_engine()?;
+        let bytes: std::borrow::Cow<'_, [u8]> = match source {
+            ComponentSource::Embedded => EMBEDDED_COMPONENT.into(),
+            ComponentSource::Bytes(bytes) => bytes.into(),
+            ComponentSource::File(path) => std::fs::read(&path)
+                .map_err(|source| RuntimeError::Read {
                     path: path.clone(),
                     source,
-                })?;
-                Component::new(&engine, bytes)
+                })?
+                .into(),
+        };
+        let cache_dir = match options.cache {
+            CompileCache::Default => artifact_cache::default_dir(),
+            CompileCache::Directory(dir) => Some(dir),
+            CompileCache::Disabled => None,
+        };
+        let artifact = cache_dir.map(|dir| artifact_cache::artifact_path(&dir, &engine, &bytes));
+        let component = match artifact
+            .as_deref()
+            .and_then(|path| artifact_cache::load(&engine, path))
+        {
+            Some(component) => component,
+            None => {
+                let component = Component::new(&engine, &bytes)
+                    .map_err(|err| RuntimeError::Compile(format!("{err:#}")))?;
+                if let Some(path) = &artifact {
+                    artifact_cache::store(&component, path);
+                }
+                component
             }
-        }
-        .map_err(|err| RuntimeError::Compile(format!("{err:#}")))?;
+        };
 
         let linker = build_linker(&engine).map_err(|err| RuntimeError::Link(format!("{err:#}")))?;
         let pre = linker
@@ -151,21 +170,10 @@ impl Runtime {
     }
 }
 
-fn build_engine(options: &RuntimeOptions) -> Result<Engine, RuntimeError> {
-    let engine_error = |err: wasmtime::Error| RuntimeError::Engine(format!("{err:#}"));
+fn build_engine() -> Result<Engine, RuntimeError> {
     let mut config = Config::new();
     config.wasm_component_model(true);
-    let cache = match &options.cache {
-        CompileCache::Disabled => None,
-        CompileCache::Default => Some(Cache::new(CacheConfig::new()).map_err(engine_error)?),
-        CompileCache::Directory(dir) => {
-            let mut cache_config = CacheConfig::new();
-            cache_config.with_directory(dir);
-            Some(Cache::new(cache_config).map_err(engine_error)?)
-        }
-    };
-    config.cache(cache);
-    Engine::new(&config).map_err(engine_error)
+    Engine::new(&config).map_err(|err| RuntimeError::Engine(format!("{err:#}")))
 }
 
 /// WASI p2 (no preopens, no sockets: see [`SessionState`]), `wasi:http`
