@@ -102,5 +102,6 @@ pub use runtime::{
     CompileCache, ComponentSource, Runtime, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
 };
 pub use session::{
-    e2b_env, Session, SessionError, SessionOptions, AUDIT_TARGET, DEFAULT_MEMORY_LIMIT,
+    e2b_env, Session, SessionError, SessionOptions, AUDIT_TARGET, DEFAULT_FUEL_PER_CALL,
+    DEFAULT_MEMORY_LIMIT,
 };

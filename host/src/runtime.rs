@@ -173,6 +173,10 @@ impl Runtime {
 fn build_engine() -> Result<Engine, RuntimeError> {
     let mut config = Config::new();
     config.wasm_component_model(true);
+    // A CPU budget per call (see `SessionOptions::fuel_per_call`): fuel
+    // counts only the guest's own instructions, not time spent waiting on
+    // HTTP or timers, unlike an epoch deadline.
+    config.consume_fuel(true);
     Engine::new(&config).map_err(|err| RuntimeError::Engine(format!("{err:#}")))
 }
 

@@ -21,6 +21,15 @@ use wasmtime::{Store, StoreLimitsBuilder};
 /// Default cap on a session's linear memory: 256 MiB.
 pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
 
+/// Default CPU budget of one call, in wasmtime fuel units (about one per
+/// wasm instruction): minutes of CPU, far more than the guest spends even on
+/// gigabytes of output, so only a runaway guest meets it.
+pub const DEFAULT_FUEL_PER_CALL: u64 = 500_000_000_000;
+
+/// Fuel between two yields of a running guest to the async executor, so a
+/// busy guest cannot hold a worker thread that other sessions need.
+const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
+
 /// The log target of the audit trail.
 pub const AUDIT_TARGET: &str = "e2b_tools::audit";
 
@@ -37,6 +46,9 @@ pub struct SessionOptions {
     pub memory_limit: usize,
     /// The guest's monotonic clock.
     pub clock: ClockMode,
+    /// CPU budget of each call (and of opening the session), in wasmtime
+    /// fuel units; spending it traps the instance (the host survives).
+    pub fuel_per_call: u64,
     /// The outbound allow-list. `None` (the default) derives it from the
     /// config and `env`: the E2B API host and the sandbox hosts.
     pub policy: Option<OutboundPolicy>,
@@ -49,6 +61,7 @@ impl Default for SessionOptions {
             env: BTreeMap::new(),
             memory_limit: DEFAULT_MEMORY_LIMIT,
             clock: ClockMode::Real,
+            fuel_per_call: DEFAULT_FUEL_PER_CALL,
             policy: None,
         }
     }
@@ -135,6 +148,8 @@ struct Instance {
     resume_id: Option<String>,
     /// Set when the instance trapped: why.
     dead: Option<String>,
+    /// The CPU budget each call starts with.
+    fuel_per_call: u64,
 }
 
 impl Session {
@@ -178,18 +193,22 @@ impl Session {
         let state = SessionState::new(&env, hooks, limits, SessionClock::new(options.clock));
         let mut store = Store::new(runtime.pre().engine(), state);
         store.limiter(|state| &mut state.limits);
+        store
+            .set_fuel(options.fuel_per_call)
+            .and_then(|()| store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL)))
+            .map_err(|err| SessionError::Instantiate(format!("{err:#}")))?;
 
         let bindings = runtime
             .pre()
             .instantiate_async(&mut store)
             .await
-            .map_err(|err| SessionError::Instantiate(format!("{err:#}")))?;
+            .map_err(|err| SessionError::Instantiate(trap_reason(&err)))?;
         let wit_config = crate::bindings::Config::from(config);
         bindings
             .e2b_tools_lifecycle()
             .call_configure(&mut store, &wit_config)
             .await
-            .map_err(|err| SessionError::Trapped(format!("{err:#}")))?
+            .map_err(|err| SessionError::Trapped(trap_reason(&err)))?
             .map_err(SessionError::Configure)?;
 
         Ok(Session {
@@ -200,6 +219,7 @@ impl Session {
                 sandbox_id: None,
                 resume_id: config.sandbox_id.clone(),
                 dead: None,
+                fuel_per_call: options.fuel_per_call,
             }),
         })
     }
@@ -422,12 +442,19 @@ impl Session {
         Ok(killed)
     }
 
+    /// Waits for this session's turn, and gives the call its CPU budget.
     async fn lock_alive(&self) -> Result<MutexGuard<'_, Instance>, SessionError> {
-        let guard = self.instance.lock().await;
-        match &guard.dead {
-            Some(reason) => Err(SessionError::Dead(reason.clone())),
-            None => Ok(guard),
+        let mut guard = self.instance.lock().await;
+        if let Some(reason) = &guard.dead {
+            return Err(SessionError::Dead(reason.clone()));
         }
+        let fuel = guard.fuel_per_call;
+        // Fuel is enabled on every engine this crate builds.
+        guard
+            .store
+            .set_fuel(fuel)
+            .map_err(|err| SessionError::Trapped(format!("{err:#}")))?;
+        Ok(guard)
     }
 }
 
@@ -435,7 +462,7 @@ impl Instance {
     /// Turns a wasmtime error (a trap) into a dead session.
     fn settle<T>(&mut self, session: u64, result: wasmtime::Result<T>) -> Result<T, SessionError> {
         result.map_err(|err| {
-            let reason = format!("{err:#}");
+            let reason = trap_reason(&err);
             tracing::error!(
                 target: AUDIT_TARGET,
                 session,
@@ -541,5 +568,14 @@ mod tests {
             ("XE2B_API_KEY".to_string(), "x".to_string()),
         ]);
         assert_eq!(env.keys().collect::<Vec<_>>(), ["E2B_API_KEY"]);
+    }
+}
+
+/// A trap's text for people; running out of fuel is named for what it is.
+fn trap_reason(err: &wasmtime::Error) -> String {
+    if err.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::OutOfFuel) {
+        "the component used up its CPU budget for one call (fuel_per_call) and was stopped".into()
+    } else {
+        format!("{err:#}")
     }
 }

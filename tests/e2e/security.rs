@@ -290,6 +290,51 @@ async fn a_guest_over_its_memory_cap_traps_while_other_sessions_keep_working() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_over_its_cpu_budget_is_stopped_while_other_sessions_keep_working() {
+    let server = server().await;
+    let healthy = session(&server).await;
+    ok(call(&healthy, "run_command", json!({"command": "true"})).await);
+    // 50 M fuel opens a session and serves small calls, but not parsing
+    // 32 MiB of arguments: a stand-in for a guest that spins.
+    let budgeted = Session::open(
+        runtime(),
+        SessionOptions {
+            env: env_for(&server),
+            fuel_per_call: 50_000_000,
+            ..SessionOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        budgeted.list_tools().await.unwrap().len(),
+        6,
+        "small calls fit the budget"
+    );
+    let heavy = json!({"code": "x".repeat(32 << 20)}).to_string();
+    let still_here = command("echo still here");
+    let (stopped, meanwhile) = tokio::join!(
+        budgeted.call_text("run_code", &heavy),
+        healthy.run_command(&still_here)
+    );
+    match stopped {
+        Err(SessionError::Trapped(reason)) => assert!(reason.contains("CPU budget"), "{reason}"),
+        other => panic!("expected a trap: {other:?}"),
+    }
+    assert_eq!(meanwhile.unwrap().unwrap().stdout, "still here\n");
+    assert!(matches!(
+        budgeted.list_tools().await,
+        Err(SessionError::Dead(_))
+    ));
+    assert_eq!(
+        server.stats().sandboxes_created,
+        1,
+        "the stopped guest created nothing"
+    );
+    healthy.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_local_server_refuses_requests_without_a_valid_key_or_token() {
     let server = server().await;
     let key = server.api_key().to_string();

@@ -300,6 +300,7 @@ async fn open_session(
         memory_limit: global.memory_limit_mib.saturating_mul(1 << 20),
         clock: global.time_scale.map_or(ClockMode::Real, ClockMode::Scaled),
         policy: None,
+        ..SessionOptions::default()
     };
     Session::open(runtime, options).await.map_err(Failure::host)
 }
