@@ -555,6 +555,15 @@ impl Instance {
     }
 }
 
+/// A trap's text for people; running out of fuel is named for what it is.
+fn trap_reason(err: &wasmtime::Error) -> String {
+    if err.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::OutOfFuel) {
+        "the component used up its CPU budget for one call (fuel_per_call) and was stopped".into()
+    } else {
+        format!("{err:#}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,14 +577,5 @@ mod tests {
             ("XE2B_API_KEY".to_string(), "x".to_string()),
         ]);
         assert_eq!(env.keys().collect::<Vec<_>>(), ["E2B_API_KEY"]);
-    }
-}
-
-/// A trap's text for people; running out of fuel is named for what it is.
-fn trap_reason(err: &wasmtime::Error) -> String {
-    if err.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::OutOfFuel) {
-        "the component used up its CPU budget for one call (fuel_per_call) and was stopped".into()
-    } else {
-        format!("{err:#}")
     }
 }
