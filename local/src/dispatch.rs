@@ -25,6 +25,9 @@ use crate::{control_plane, envd, interpreter};
 struct Front {
     registry: Arc<Registry>,
     control: Router,
+    /// Built once: a router per request cost more than the handler.
+    envd: Router,
+    interpreter: Router,
 }
 
 /// The whole server as one router.
@@ -32,6 +35,8 @@ pub(crate) fn app(registry: Arc<Registry>, faults: Faults, api_key: String) -> R
     let front = Front {
         control: control_plane::router(Arc::clone(&registry), api_key),
         registry: Arc::clone(&registry),
+        envd: envd::router(),
+        interpreter: interpreter::router(),
     };
     Router::new()
         .fallback(route)
@@ -105,7 +110,7 @@ fn host_target(host: &str) -> Option<Target> {
 
 async fn route(State(front): State<Front>, req: Request) -> Response {
     match target(&req) {
-        Ok(Some(t)) => sandbox_plane(&front.registry, t, req).await,
+        Ok(Some(t)) => sandbox_plane(&front, t, req).await,
         Ok(None) => match front.control.oneshot(req).await {
             Ok(resp) => resp,
             Err(never) => match never {},
@@ -114,8 +119,8 @@ async fn route(State(front): State<Front>, req: Request) -> Response {
     }
 }
 
-async fn sandbox_plane(registry: &Arc<Registry>, t: Target, req: Request) -> Response {
-    let Some(sandbox) = registry.get(&t.sandbox_id) else {
+async fn sandbox_plane(front: &Front, t: Target, mut req: Request) -> Response {
+    let Some(sandbox) = front.registry.get(&t.sandbox_id) else {
         return sandbox_not_found(&t.sandbox_id);
     };
     if sandbox.state() == LifeState::Paused {
@@ -140,7 +145,8 @@ async fn sandbox_plane(registry: &Arc<Registry>, t: Target, req: Request) -> Res
                 return envd_unauthorized();
             }
             let gone = sandbox.gone();
-            cut_when_gone(oneshot(envd::router(Arc::clone(&sandbox)), req).await, gone)
+            req.extensions_mut().insert(sandbox);
+            cut_when_gone(oneshot(&front.envd, req).await, gone)
         }
         INTERPRETER_PORT => {
             // The SDK sends the token only on /execute; check it where given.
@@ -149,10 +155,8 @@ async fn sandbox_plane(registry: &Arc<Registry>, t: Target, req: Request) -> Res
                 return envd_unauthorized();
             }
             let gone = sandbox.gone();
-            cut_when_gone(
-                oneshot(interpreter::router(sandbox.interpreter()), req).await,
-                gone,
-            )
+            req.extensions_mut().insert(sandbox.interpreter());
+            cut_when_gone(oneshot(&front.interpreter, req).await, gone)
         }
         port => forward_to_port(&t.sandbox_id, port, req).await,
     }
@@ -181,8 +185,15 @@ async fn forward_to_port(sandbox_id: &str, port: u16, mut req: Request) -> Respo
 
 /// Cuts a response body still streaming when its sandbox pauses or dies,
 /// the way E2B's proxy loses the connection to a sandbox that went away.
+///
+/// A body already complete in memory passes through as it is: there is
+/// nothing left to cut, and it keeps its `content-length`.
 fn cut_when_gone(resp: Response, gone: tokio::sync::watch::Receiver<bool>) -> Response {
+    use axum::body::HttpBody;
     use futures_util::StreamExt;
+    if resp.body().size_hint().exact().is_some() {
+        return resp;
+    }
     let (parts, body) = resp.into_parts();
     let inner = body.into_data_stream();
     let stream = futures_util::stream::unfold(Some((inner, gone)), |state| async move {
@@ -232,8 +243,8 @@ fn envd_unauthorized() -> Response {
     )
 }
 
-async fn oneshot(router: Router, req: Request) -> Response {
-    match router.oneshot(req).await {
+async fn oneshot(router: &Router, req: Request) -> Response {
+    match router.clone().oneshot(req).await {
         Ok(resp) => resp.into_response(),
         Err(never) => match never {},
     }

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{RawQuery, State};
+use axum::extract::RawQuery;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
 use e2b_wire::filesystem::WriteInfo;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -17,6 +18,9 @@ use crate::sandbox::Sandbox;
 
 /// Largest upload accepted.
 pub const FILES_BODY_LIMIT: usize = 64 << 20;
+
+/// Files up to this size are read and written on the request's own task.
+const INLINE_IO_LIMIT: u64 = 64 << 10;
 
 /// `?path=…&username=…`.
 #[derive(Debug, Deserialize)]
@@ -31,7 +35,10 @@ fn parse_query(query: Option<&str>) -> Result<FileQuery, String> {
 }
 
 /// `GET /files?path=`: the file's bytes.
-pub async fn download(State(sandbox): State<Arc<Sandbox>>, RawQuery(query): RawQuery) -> Response {
+pub async fn download(
+    Extension(sandbox): Extension<Arc<Sandbox>>,
+    RawQuery(query): RawQuery,
+) -> Response {
     let q = match parse_query(query.as_deref()) {
         Ok(q) => q,
         Err(msg) => return api_error(StatusCode::BAD_REQUEST, msg),
@@ -51,7 +58,9 @@ pub async fn download(State(sandbox): State<Arc<Sandbox>>, RawQuery(query): RawQ
     } else {
         given.clone()
     };
-    let meta = match tokio::fs::metadata(&r.host).await {
+    // Local-disk metadata and small reads take microseconds, less than a
+    // hop to the blocking pool and back; big files stream from the pool.
+    let meta = match std::fs::metadata(&r.host) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return api_error(
@@ -72,15 +81,22 @@ pub async fn download(State(sandbox): State<Arc<Sandbox>>, RawQuery(query): RawQ
             format!("path '{shown}' is a directory"),
         );
     }
-    match tokio::fs::read(&r.host).await {
-        Ok(bytes) => {
+    let body = if meta.len() <= INLINE_IO_LIMIT {
+        std::fs::read(&r.host).map(Body::from)
+    } else {
+        tokio::fs::File::open(&r.host)
+            .await
+            .map(|file| Body::from_stream(tokio_util::io::ReaderStream::new(file)))
+    };
+    match body {
+        Ok(body) => {
             let name = r
                 .sandbox
                 .rsplit('/')
                 .next()
                 .unwrap_or("file")
                 .replace('"', "");
-            let mut resp = (StatusCode::OK, bytes).into_response();
+            let mut resp = (StatusCode::OK, body).into_response();
             let h = resp.headers_mut();
             h.insert(
                 header::CONTENT_TYPE,
@@ -101,7 +117,7 @@ pub async fn download(State(sandbox): State<Arc<Sandbox>>, RawQuery(query): RawQ
 /// `POST /files?path=`: writes one file (octet-stream) or every `file`
 /// part (multipart), creating parent directories.
 pub async fn upload(
-    State(sandbox): State<Arc<Sandbox>>,
+    Extension(sandbox): Extension<Arc<Sandbox>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,
@@ -263,7 +279,7 @@ async fn write_file(sandbox: &Sandbox, given: &str, data: &[u8]) -> Result<Write
             format!("error opening file: open {shown}: read-only file system"),
         ));
     }
-    if let Some(parent) = r.host.parent() {
+    if let Some(parent) = r.host.parent().filter(|p| !p.is_dir()) {
         tokio::fs::create_dir_all(parent).await.map_err(|e| {
             api_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -271,7 +287,12 @@ async fn write_file(sandbox: &Sandbox, given: &str, data: &[u8]) -> Result<Write
             )
         })?;
     }
-    tokio::fs::write(&r.host, data).await.map_err(|e| {
+    let written = if data.len() as u64 <= INLINE_IO_LIMIT {
+        std::fs::write(&r.host, data)
+    } else {
+        tokio::fs::write(&r.host, data).await
+    };
+    written.map_err(|e| {
         let status = if e.raw_os_error() == Some(libc::ENOSPC) {
             StatusCode::INSUFFICIENT_STORAGE
         } else {

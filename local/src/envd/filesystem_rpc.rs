@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::State;
 use axum::response::Response;
+use axum::Extension;
 use e2b_wire::connect::{Code, ConnectError};
 use e2b_wire::filesystem::{
     EntryInfo, EntryResponse, ListDirRequest, ListDirResponse, MoveRequest, PathRequest,
@@ -17,7 +17,7 @@ use super::rpc;
 use crate::paths::{PathError, Resolved};
 use crate::sandbox::Sandbox;
 
-type Sbx = State<Arc<Sandbox>>;
+type Sbx = Extension<Arc<Sandbox>>;
 
 /// Sandbox paths that are mount points and cannot be removed or moved.
 const MOUNT_POINTS: [&str; 3] = ["/", "/home/user", "/tmp"];
@@ -54,7 +54,7 @@ fn describe(r: &Resolved) -> Result<EntryInfo, ConnectError> {
 }
 
 /// `Stat`.
-pub async fn stat(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn stat(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: PathRequest = rpc::read_unary(&headers, body).await?;
@@ -78,7 +78,7 @@ pub async fn stat(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Respon
 }
 
 /// `ListDir` (depth 0 means 1).
-pub async fn list_dir(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn list_dir(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: ListDirRequest = rpc::read_unary(&headers, body).await?;
@@ -141,7 +141,7 @@ fn walk(
 }
 
 /// `MakeDir` (with parents); an existing directory is `already_exists`.
-pub async fn make_dir(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn make_dir(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: PathRequest = rpc::read_unary(&headers, body).await?;
@@ -175,7 +175,7 @@ pub async fn make_dir(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Re
 }
 
 /// `Move` (rename), creating the destination's parents.
-pub async fn move_entry(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn move_entry(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: MoveRequest = rpc::read_unary(&headers, body).await?;
@@ -206,7 +206,7 @@ pub async fn move_entry(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> 
 }
 
 /// `Remove` (recursive for directories).
-pub async fn remove(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn remove(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: PathRequest = rpc::read_unary(&headers, body).await?;

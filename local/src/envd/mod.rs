@@ -23,14 +23,16 @@ use http::{Method, StatusCode};
 use crate::http_errors::api_error;
 use crate::sandbox::Sandbox;
 
-/// envd's routes for one sandbox (authentication is checked before).
-pub(crate) fn router(sandbox: Arc<Sandbox>) -> Router {
+/// envd's routes, built once for every sandbox: the request carries its
+/// sandbox as an `Extension<Arc<Sandbox>>` (authentication is checked
+/// before).
+pub(crate) fn router() -> Router {
     Router::new()
         .route("/health", get(|| async { StatusCode::NO_CONTENT }))
         .route(
             "/envs",
             get(
-                |axum::extract::State(s): axum::extract::State<Arc<Sandbox>>| async move {
+                |axum::Extension(s): axum::Extension<Arc<Sandbox>>| async move {
                     Json(s.env_vars().clone())
                 },
             ),
@@ -52,7 +54,6 @@ pub(crate) fn router(sandbox: Arc<Sandbox>) -> Router {
         .method_not_allowed_fallback(|| async {
             api_error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
         })
-        .with_state(sandbox)
 }
 
 /// Unknown Connect procedures are `unimplemented` with HTTP 404, as

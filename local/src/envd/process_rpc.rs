@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use axum::extract::State;
 use axum::response::Response;
+use axum::Extension;
 use e2b_wire::connect::{Code, ConnectError};
 use e2b_wire::process::{
     KeepAlive, ListResponse, ProcessEvent, ProcessEventMessage, ProcessSelector, SelectRequest,
@@ -23,7 +23,7 @@ use super::rpc::{self, StreamWriter};
 use crate::paths;
 use crate::sandbox::Sandbox;
 
-type Sbx = State<Arc<Sandbox>>;
+type Sbx = Extension<Arc<Sandbox>>;
 
 fn not_found(sel: &ProcessSelector) -> ConnectError {
     match sel {
@@ -58,7 +58,7 @@ fn find_running(
 
 /// `Start`: runs a process; its lifetime is `Connect-Timeout-Ms`,
 /// independent of this request.
-pub async fn start(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     let req: StartRequest = match rpc::read_stream_request(&headers, body).await {
         Ok(r) => r,
         Err(e) => return rpc::stream_error(e),
@@ -112,7 +112,7 @@ pub async fn start(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Respo
 
 /// `Connect`: attaches to a running process (or replays `start` + `end` of
 /// one that exited recently). Its deadline ends only this stream.
-pub async fn connect(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn connect(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     let req: SelectRequest = match rpc::read_stream_request(&headers, body).await {
         Ok(r) => r,
         Err(e) => return rpc::stream_error(e),
@@ -201,7 +201,7 @@ fn deadline_exceeded() -> ConnectError {
 }
 
 /// `List`: the running processes.
-pub async fn list(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn list(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     #[derive(Deserialize)]
     struct ListRequest {}
     rpc::unary(
@@ -216,7 +216,7 @@ pub async fn list(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Respon
 }
 
 /// `SendInput`: bytes to a process's stdin.
-pub async fn send_input(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn send_input(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: SendInputRequest = rpc::read_unary(&headers, body).await?;
@@ -238,7 +238,7 @@ pub async fn send_input(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> 
 }
 
 /// `SendSignal`: SIGTERM or SIGKILL.
-pub async fn send_signal(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn send_signal(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: SendSignalRequest = rpc::read_unary(&headers, body).await?;
@@ -258,7 +258,7 @@ pub async fn send_signal(State(sandbox): Sbx, headers: HeaderMap, body: Body) ->
 }
 
 /// `CloseStdin`.
-pub async fn close_stdin(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn close_stdin(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: SelectRequest = rpc::read_unary(&headers, body).await?;
@@ -270,7 +270,7 @@ pub async fn close_stdin(State(sandbox): Sbx, headers: HeaderMap, body: Body) ->
 }
 
 /// `Update` (PTY resize): accepted, nothing to resize without a PTY.
-pub async fn update(State(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+pub async fn update(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: SelectRequest = rpc::read_unary(&headers, body).await?;

@@ -4,10 +4,11 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
+use axum::Extension;
 use axum::{Json, Router};
 use e2b_wire::interpreter::{CreateContextRequest, ExecuteRequest};
 use tokio::sync::mpsc;
@@ -17,16 +18,16 @@ use super::{execution, ContextError, Interpreter};
 /// Answer lines buffered between the execution and the client.
 const LINE_BUFFER: usize = 16;
 
-/// Serves `/execute`, `/contexts…` and `/health` for one sandbox (auth and
-/// routing to the sandbox happen before).
-pub fn router(interp: Arc<Interpreter>) -> Router {
+/// Serves `/execute`, `/contexts…` and `/health`, built once for every
+/// sandbox: the request carries its sandbox's `Extension<Arc<Interpreter>>`
+/// (auth and routing to the sandbox happen before).
+pub fn router() -> Router {
     Router::new()
         .route("/execute", post(execute))
         .route("/contexts", post(create_context).get(list_contexts))
         .route("/contexts/{id}/restart", post(restart_context))
         .route("/contexts/{id}", delete(delete_context))
         .route("/health", get(health))
-        .with_state(interp)
 }
 
 fn text(status: StatusCode, body: impl Into<String>) -> Response {
@@ -56,7 +57,7 @@ fn parse_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T
     serde_json::from_slice(body).map_err(|e| format!("Invalid request body: {e}"))
 }
 
-async fn execute(State(interp): State<Arc<Interpreter>>, body: Bytes) -> Response {
+async fn execute(Extension(interp): Extension<Arc<Interpreter>>, body: Bytes) -> Response {
     if body.iter().all(u8::is_ascii_whitespace) {
         return text(
             StatusCode::BAD_REQUEST,
@@ -96,7 +97,7 @@ async fn execute(State(interp): State<Arc<Interpreter>>, body: Bytes) -> Respons
     Response::new(Body::from_stream(lines))
 }
 
-async fn create_context(State(interp): State<Arc<Interpreter>>, body: Bytes) -> Response {
+async fn create_context(Extension(interp): Extension<Arc<Interpreter>>, body: Bytes) -> Response {
     let request: CreateContextRequest = match parse_body(&body) {
         Ok(request) => request,
         Err(message) => return text(StatusCode::BAD_REQUEST, message),
@@ -110,12 +111,12 @@ async fn create_context(State(interp): State<Arc<Interpreter>>, body: Bytes) -> 
     }
 }
 
-async fn list_contexts(State(interp): State<Arc<Interpreter>>) -> Response {
+async fn list_contexts(Extension(interp): Extension<Arc<Interpreter>>) -> Response {
     Json(interp.list()).into_response()
 }
 
 async fn restart_context(
-    State(interp): State<Arc<Interpreter>>,
+    Extension(interp): Extension<Arc<Interpreter>>,
     Path(id): Path<String>,
 ) -> Response {
     let context = match interp.find(&id) {
@@ -129,7 +130,7 @@ async fn restart_context(
 }
 
 async fn delete_context(
-    State(interp): State<Arc<Interpreter>>,
+    Extension(interp): Extension<Arc<Interpreter>>,
     Path(id): Path<String>,
 ) -> Response {
     match interp.remove(&id).await {

@@ -38,7 +38,7 @@ fn app() -> (Router, Arc<Interpreter>) {
         envs: BTreeMap::from([("SANDBOX_GLOBAL".to_string(), "global".to_string())]),
     };
     let interp = Interpreter::new(Arc::new(spawner));
-    (router(interp.clone()), interp)
+    (router().layer(axum::Extension(interp.clone())), interp)
 }
 
 fn post(path: &str, body: Value) -> Request<Body> {
