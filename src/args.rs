@@ -180,9 +180,14 @@ fn port(args: &Map<String, Value>) -> Result<Option<u16>, ToolError> {
 }
 
 /// Lower-cased language, `python` when missing, empty or not a string.
+///
+/// ASCII folding only: every kernel name is ASCII, so only an unknown
+/// language's echo can differ from Python's `lower()`, and it fails
+/// either way. Unicode case tables would add 24 KiB to every instance's
+/// memory image.
 pub fn normalize_language(language: Option<&str>) -> String {
     match language {
-        Some(l) if !l.is_empty() => l.to_lowercase(),
+        Some(l) if !l.is_empty() => l.to_ascii_lowercase(),
         _ => "python".to_string(),
     }
 }

@@ -209,7 +209,7 @@ pub fn from_connect(code: Code, message: &str) -> Failure {
         }
         other => Failure::new(
             ErrorKind::Internal,
-            format!("Code.{}: {message}", other.as_str().to_uppercase()),
+            format!("Code.{}: {message}", other.as_str().to_ascii_uppercase()),
         ),
     }
 }
