@@ -16,7 +16,7 @@ use std::error::Error as StdError;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
@@ -29,13 +29,20 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// (the guest enforces its own, shorter, deadlines).
 const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(600);
 
-type PooledClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+type PlainClient = Client<HttpConnector, Full<Bytes>>;
+type TlsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
-/// A pooled HTTP/1.1 client for plain HTTP and HTTPS (rustls, webpki roots),
-/// shared by every session of a [`Runtime`](crate::Runtime).
+/// Pooled HTTP/1.1 clients for plain HTTP and HTTPS (rustls; Mozilla's and
+/// the system's roots), shared by every session of a
+/// [`Runtime`](crate::Runtime).
+///
+/// The HTTPS client is built on the first `https` request: loading the
+/// system's trust store costs about half a MiB and a few milliseconds,
+/// which a host talking plain HTTP (the local server) never needs.
 #[derive(Clone)]
 pub struct OutboundClient {
-    client: PooledClient,
+    plain: PlainClient,
+    tls: Arc<OnceLock<Result<TlsClient, String>>>,
 }
 
 impl std::fmt::Debug for OutboundClient {
@@ -44,23 +51,36 @@ impl std::fmt::Debug for OutboundClient {
     }
 }
 
+impl Default for OutboundClient {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl OutboundClient {
-    /// Builds a client with an empty connection pool.
-    pub fn new() -> Result<Self, io::Error> {
-        let mut tcp = HttpConnector::new();
-        tcp.enforce_http(false);
-        tcp.set_nodelay(true);
-        tcp.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config()?)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(tcp);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .build(connector);
-        Ok(Self { client })
+    /// Builds a client with empty connection pools; nothing is loaded yet.
+    pub fn new() -> Self {
+        Self {
+            plain: pooled(tcp_connector()),
+            tls: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The HTTPS client, built on first use.
+    fn tls(&self) -> Result<&TlsClient, Error> {
+        let client = self.tls.get_or_init(|| {
+            let config = tls_config().map_err(|err| err.to_string())?;
+            let connector = hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(config)
+                .https_or_http()
+                .enable_http1()
+                .wrap_connector(tcp_connector());
+            Ok(pooled(connector))
+        });
+        client.as_ref().map_err(|err| {
+            tracing::warn!(error = %err, "cannot set up TLS");
+            Error::TlsProtocolError
+        })
     }
 
     /// Sends `request` over a pooled connection. The request body is read to
@@ -77,7 +97,12 @@ impl OutboundClient {
         let first_byte_timeout = options
             .and_then(|o| o.first_byte_timeout)
             .unwrap_or(DEFAULT_FIRST_BYTE_TIMEOUT);
-        let response = tokio::time::timeout(first_byte_timeout, self.client.request(request))
+        let sent = if request.uri().scheme() == Some(&http::uri::Scheme::HTTPS) {
+            self.tls()?.request(request)
+        } else {
+            self.plain.request(request)
+        };
+        let response = tokio::time::timeout(first_byte_timeout, sent)
             .await
             .map_err(|_| Error::ConnectionReadTimeout)?
             .map_err(|err| classify_client_error(&err))?;
@@ -91,6 +116,24 @@ impl OutboundClient {
             }
         }))
     }
+}
+
+fn tcp_connector() -> HttpConnector {
+    let mut tcp = HttpConnector::new();
+    tcp.enforce_http(false);
+    tcp.set_nodelay(true);
+    tcp.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    tcp
+}
+
+fn pooled<C>(connector: C) -> Client<C, Full<Bytes>>
+where
+    C: hyper_util::client::legacy::connect::Connect + Clone,
+{
+    Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .build(connector)
 }
 
 /// TLS client configuration: the ring provider explicitly (relying on a

@@ -67,9 +67,6 @@ pub enum RuntimeError {
     /// does not provide, or does not export the `e2b-tools` world.
     #[error("the component does not match the e2b-tools world: {0}")]
     Link(String),
-    /// The HTTP client could not be built.
-    #[error("cannot set up the HTTP client: {0}")]
-    Http(std::io::Error),
 }
 
 /// The loaded component. Cheap to clone; share one per process and open
@@ -144,7 +141,7 @@ impl Runtime {
             .instantiate_pre(&component)
             .and_then(E2bToolsPre::new)
             .map_err(|err| RuntimeError::Link(format!("{err:#}")))?;
-        let client = OutboundClient::new().map_err(RuntimeError::Http)?;
+        let client = OutboundClient::new();
         let load_time = started.elapsed();
         tracing::debug!(load_ms = load_time.as_millis() as u64, "component loaded");
         Ok(Self {
@@ -177,6 +174,13 @@ fn build_engine() -> Result<Engine, RuntimeError> {
     // counts only the guest's own instructions, not time spent waiting on
     // HTTP or timers, unlike an epoch deadline.
     config.consume_fuel(true);
+    // An idle session holds its memory's mappings and a cached fiber stack:
+    // 7 mappings with the guard region below linear memory, 6 without. At
+    // 7, Linux's default `vm.max_map_count` (65,530) stops a process at
+    // about 9,300 sessions. The guard *after* memory, which bounds checks
+    // rely on, stays; the one before is only a second line of defence
+    // against a Cranelift bug.
+    config.guard_before_linear_memory(false);
     Engine::new(&config).map_err(|err| RuntimeError::Engine(format!("{err:#}")))
 }
 
