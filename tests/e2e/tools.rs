@@ -242,7 +242,8 @@ async fn background_command_outlives_the_request_timeout() {
     .await);
     assert!(r["pid"].as_u64().is_some(), "a pid: {r}");
     tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
-    // By command line: the local server reports host pids (see issues).
+    // By command line: the local server reports the host pid of the
+    // command's nsenter wrapper, which the sandbox cannot see.
     let check = "ps -eo args | grep -cx 'sleep 300'";
     let ps = ok(call(&s, "run_command", json!({ "command": check })).await);
     assert_eq!(
