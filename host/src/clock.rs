@@ -11,6 +11,7 @@
 //! whole `monotonic-clock` interface in the linker with this module's
 //! implementation, which serves both modes.
 
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasData, Resource, ResourceTable};
 use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
@@ -97,7 +98,7 @@ impl ScaledClockView<'_> {
                 .real_duration(guest_nanos)
                 .and_then(|d| tokio::time::Instant::now().checked_add(d))
             {
-                Some(at) => Deadline::At(at),
+                Some(at) => Deadline::At { at, sleep: None },
                 // Further than can be represented: wait forever rather than trap.
                 None => Deadline::Never,
             }
@@ -137,8 +138,14 @@ enum Deadline {
     /// Already due; yields to tokio once so a busy-polling guest cannot
     /// starve the I/O driver.
     Past { yielded: bool },
-    /// Due at this real instant.
-    At(tokio::time::Instant),
+    /// Due at this real instant. The timer is registered on the first
+    /// wait and kept: a guest waits on the same pollable many times (every
+    /// `poll` of its reactor lists its pending timers), and re-registering
+    /// a tokio timer each time showed up in call latency.
+    At {
+        at: tokio::time::Instant,
+        sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    },
     /// Never due.
     Never,
 }
@@ -152,7 +159,12 @@ impl Pollable for Deadline {
                 *yielded = true;
                 tokio::task::yield_now().await;
             }
-            Deadline::At(at) => tokio::time::sleep_until(*at).await,
+            Deadline::At { at, sleep } => {
+                sleep
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(*at)))
+                    .as_mut()
+                    .await
+            }
             Deadline::Never => std::future::pending().await,
         }
     }
