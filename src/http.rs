@@ -42,19 +42,28 @@ pub struct BodyReader {
 
 impl BodyReader {
     /// The next chunk, `None` at the end of the body.
+    ///
+    /// Reads before waiting: a small answer is usually buffered by the time
+    /// its headers are, and its end is known right after, so the common
+    /// case costs two reads and no waits.
     pub async fn chunk(&mut self) -> Result<Option<Vec<u8>>, Failure> {
+        let mut waited = false;
         loop {
             let Some((ready, stream)) = &self.stream else {
                 return Ok(None);
             };
-            ready.wait_for().await;
             match stream.read(READ_CHUNK as u64) {
-                // Some hosts (jco's preview2-shim) report a body stream ready
-                // before data has arrived. Retrying at once (as wstd's reader
-                // does) never yields, which starves the heartbeat and deadline
-                // timers racing this read: back off on the reactor instead.
                 Ok(bytes) if bytes.is_empty() => {
-                    wstd::task::sleep(EMPTY_READ_BACKOFF.into()).await;
+                    if waited {
+                        // Some hosts (jco's preview2-shim) report a body
+                        // stream ready before data has arrived. Waiting
+                        // again at once never yields, which starves the
+                        // heartbeat and deadline timers racing this read:
+                        // back off on the reactor instead.
+                        wstd::task::sleep(EMPTY_READ_BACKOFF.into()).await;
+                    }
+                    ready.wait_for().await;
+                    waited = true;
                 }
                 Ok(bytes) => return Ok(Some(bytes)),
                 Err(StreamError::Closed) => {
@@ -159,11 +168,12 @@ pub async fn send(req: &HttpRequest, connect_timeout_ms: u32) -> Result<HttpResp
     outgoing
         .set_path_with_query(Some(&url.path_and_query))
         .map_err(|()| Failure::new(ErrorKind::InvalidArgument, "invalid URL path"))?;
-    let options = RequestOptions::new();
-    if connect_timeout_ms > 0 {
+    let options = (connect_timeout_ms > 0).then(|| {
+        let options = RequestOptions::new();
         // Not every host supports it; the callers' deadlines still apply.
         let _ = options.set_connect_timeout(Some(u64::from(connect_timeout_ms) * 1_000_000));
-    }
+        options
+    });
     let body = outgoing
         .body()
         .map_err(|()| internal("request body unavailable"))?;
@@ -190,11 +200,11 @@ pub async fn send(req: &HttpRequest, connect_timeout_ms: u32) -> Result<HttpResp
     let future = if written == req.body.len() {
         drop(stream);
         OutgoingBody::finish(body, None).map_err(|e| transport_error(&url.authority, &e))?;
-        outgoing_handler::handle(outgoing, Some(options))
+        outgoing_handler::handle(outgoing, options)
             .map_err(|e| transport_error(&url.authority, &e))?
     } else {
         // A body larger than the host buffers: send the head, then stream.
-        let future = outgoing_handler::handle(outgoing, Some(options))
+        let future = outgoing_handler::handle(outgoing, options)
             .map_err(|e| transport_error(&url.authority, &e))?;
         let stream = AsyncOutputStream::new(stream);
         stream.write_all(&req.body[written..]).await.map_err(|e| {

@@ -215,12 +215,20 @@ mod glue {
     }
 
     /// Runs `op` while a heartbeat refreshes the sandbox's TTL every TTL/2.
+    ///
+    /// An op known to end within `bound_ms`, well before the first beat is
+    /// due, runs without one: the pending timer would only cost host calls
+    /// on every wakeup of a call that cannot need it.
     pub async fn with_heartbeat<T>(
         settings: &Settings,
         id: &str,
+        bound_ms: Option<u64>,
         op: impl Future<Output = T>,
     ) -> T {
         let period = KeepAlive::new(settings.ttl_seconds()).heartbeat_ns();
+        if bound_ms.is_some_and(|ms| ms.saturating_mul(2_000_000) <= period) {
+            return op.await;
+        }
         let last = Rc::new(Cell::new(None::<u64>));
         let beat = {
             let last = last.clone();

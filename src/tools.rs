@@ -141,7 +141,8 @@ mod glue {
             }
         };
         let op = run(&settings, &sandbox, &call);
-        let result = session::with_heartbeat(&settings, &sandbox.id, op).await;
+        let bound = request_bounded(&settings, &call);
+        let result = session::with_heartbeat(&settings, &sandbox.id, bound, op).await;
         let secrets = session::snapshot().secrets();
         let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
         match result {
@@ -195,6 +196,17 @@ mod glue {
         let secrets = session::snapshot().secrets();
         let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
         redact_error(echo(call, err), &secrets)
+    }
+
+    /// The file tools make one request each under the request timeout:
+    /// they end within it (milliseconds), whatever the server does.
+    fn request_bounded(settings: &Settings, call: &ToolCall) -> Option<u64> {
+        match call {
+            ToolCall::WriteFile { .. } | ToolCall::ReadFile { .. } | ToolCall::ListFiles { .. } => {
+                Some(u64::from(settings.request_timeout_ms)).filter(|ms| *ms > 0)
+            }
+            _ => None,
+        }
     }
 
     async fn run(
