@@ -293,26 +293,55 @@ async fn rich_results_when_asked() {
 async fn call_tool_never_fails_on_garbage() {
     let server = server().await;
     let s = session(&server).await;
-    for (tool, args) in [
-        ("no_such_tool", json!({})),
-        ("run_code", json!(null)),
-        ("run_code", json!([1, 2])),
+    for (tool, args, expected) in [
+        (
+            "no_such_tool",
+            json!({}),
+            "Unknown tool: no_such_tool. Available tools: run_code, ",
+        ),
+        (
+            "run_code",
+            json!(null),
+            "Missing or invalid required argument: code",
+        ),
+        (
+            "run_code",
+            json!([1, 2]),
+            "Invalid arguments: expected a JSON object",
+        ),
         (
             "run_command",
             json!({"command": "x".repeat(1 << 20), "timeout": "soon"}),
+            "Invalid timeout: expected a non-negative number of seconds",
         ),
-        ("list_files", json!({"path": 7})),
+        (
+            "list_files",
+            json!({"path": 7}),
+            "invalid path: expected a string",
+        ),
     ] {
         let r = call(&s, tool, args).await;
-        assert!(r["success"].is_boolean(), "{tool}: {r}");
+        assert_eq!(r["success"], false, "{tool}: {r}");
+        let error = r["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains(expected),
+            "{tool}: {error:?} lacks {expected:?}"
+        );
     }
-    failed(&call(&s, "no_such_tool", json!({})).await, "");
     let raw = s
         .call_text("run_code", "{not json")
         .await
         .expect("session survives");
     let r: serde_json::Value = serde_json::from_str(&raw).expect("call-tool returns JSON");
     assert_eq!(r["success"], false);
+    let error = r["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("Invalid arguments: expected a JSON object ("),
+        "{error:?}"
+    );
+    // And the session still works.
+    let r = ok(call(&s, "run_command", json!({"command": "echo fine"})).await);
+    assert_eq!(r["stdout"], "fine\n");
     s.shutdown().await.unwrap();
 }
 
