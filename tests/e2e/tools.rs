@@ -7,7 +7,7 @@ use e2b_tools_host::{
 };
 use serde_json::json;
 
-use crate::harness::{call, failed, ok, server, session, session_with};
+use crate::harness::{call, ok, server, session, session_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_tools_round_trip_in_one_sandbox() {
