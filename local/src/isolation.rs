@@ -186,6 +186,33 @@ impl Drop for Anchor {
     }
 }
 
+/// How many milliseconds [`SandboxRunner::sandbox_pid`] waits at most.
+const PID_LOOKUP_TRIES: u32 = 100;
+
+/// The pid of `pid` in its innermost pid namespace (`NSpid`'s last field).
+fn innermost_pid(pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("NSpid:"))?
+        .split_whitespace()
+        .last()?
+        .parse()
+        .ok()
+}
+
+/// Whether `pid` exists and has not exited (a zombie has).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        // The state follows the parenthesised command name.
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().to_string())
+        })
+        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
+}
+
 /// Runs programs inside one sandbox.
 pub struct SandboxRunner {
     launcher: Launcher,
@@ -269,6 +296,38 @@ impl SandboxRunner {
         cmd.envs(envs);
         cmd.kill_on_drop(true);
         cmd
+    }
+
+    /// The pid that a process [`Self::command`] started has inside the
+    /// sandbox, as envd reports pids: the host pid names only its `nsenter`
+    /// wrapper, which the sandbox cannot see, so `kill <pid>` in the
+    /// sandbox would miss. `None` when the process does not live in the
+    /// sandbox's shared pid namespace (no isolation, or a command that got
+    /// namespaces of its own) or is already gone: the host pid is then the
+    /// only stable name.
+    pub async fn sandbox_pid(&self, host_pid: u32) -> Option<u32> {
+        let anchor_ns = {
+            let slot = self.anchor.lock().ok()?;
+            let target = slot.as_ref()?.target;
+            std::fs::read_link(format!("/proc/{target}/ns/pid")).ok()?
+        };
+        // nsenter forks the program into the namespace after joining it:
+        // that takes about a millisecond.
+        for _ in 0..PID_LOOKUP_TRIES {
+            if let Some(child) = first_child(host_pid) {
+                let ns = std::fs::read_link(format!("/proc/{child}/ns/pid")).ok()?;
+                return if ns == anchor_ns {
+                    innermost_pid(child)
+                } else {
+                    None
+                };
+            }
+            if !running(host_pid) {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        None
     }
 
     /// The pid whose namespaces to join, starting the anchor if needed.

@@ -101,9 +101,15 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
         }
     };
     let deadline = rpc::timeout_header(&headers).map(|d| Instant::now() + d);
+    let host_pid = child.id().unwrap_or(0);
+    let pid = sandbox
+        .runner
+        .sandbox_pid(host_pid)
+        .await
+        .unwrap_or(host_pid);
     let (proc, rx) = sandbox
         .processes
-        .adopt(child, req.process, req.tag, deadline, pty);
+        .adopt(child, pid, req.process, req.tag, deadline, pty);
     let (writer, resp) = rpc::stream_response();
     let keepalive = rpc::keepalive_header(&headers);
     tokio::spawn(pump_events(writer, proc.pid, rx, keepalive, None));

@@ -47,8 +47,11 @@ pub enum StreamItem {
 
 /// One running (or recently exited) process.
 pub struct ManagedProcess {
-    /// Its pid (the host pid of its sandbox wrapper).
+    /// Its pid as the sandbox sees it (envd's pid; the host pid when the
+    /// sandbox has no shared pid namespace).
     pub pid: u32,
+    /// Its host pid, leading its process group.
+    host_pid: u32,
     /// How it was started.
     pub config: ProcessConfig,
     /// Its tag.
@@ -179,15 +182,16 @@ impl ProcessTable {
     pub fn adopt(
         self: &Arc<Self>,
         mut child: Child,
+        pid: u32,
         config: ProcessConfig,
         tag: Option<String>,
         deadline: Option<Instant>,
         pty: bool,
     ) -> (Arc<ManagedProcess>, mpsc::Receiver<StreamItem>) {
-        let pid = child.id().unwrap_or(0);
         let (sig_tx, mut sig_rx) = mpsc::unbounded_channel::<i32>();
         let proc = Arc::new(ManagedProcess {
             pid,
+            host_pid: child.id().unwrap_or(0),
             config,
             tag,
             stdin: tokio::sync::Mutex::new(child.stdin.take()),
@@ -345,7 +349,7 @@ impl ProcessTable {
                 // The runtime may be going away with the supervisors: kill
                 // directly too (the child is not reaped while unfinished).
                 if !p.finished() {
-                    if let Ok(pid) = i32::try_from(p.pid) {
+                    if let Ok(pid) = i32::try_from(p.host_pid) {
                         kill(-pid, libc::SIGKILL);
                     }
                 }

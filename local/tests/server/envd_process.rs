@@ -133,6 +133,19 @@ async fn background_survives_disconnect_then_list_connect_signal() {
     assert_eq!(procs[0]["tag"], "bg");
     assert_eq!(procs[0]["config"]["cmd"], "/bin/bash");
 
+    // The pid is the one the sandbox sees, as envd's are.
+    let (events, _) = run(
+        &h,
+        &sbx,
+        &format!("kill -0 {pid} && tr '\\0' ' ' < /proc/{pid}/cmdline"),
+    )
+    .await;
+    assert_eq!(
+        stdout_of(&events),
+        "/bin/bash -c while true; do sleep 0.2; done ",
+        "{events:?}"
+    );
+
     // Connect with a short deadline: keepalives, then deadline_exceeded; the process lives on.
     let (events, end) = h
         .stream(

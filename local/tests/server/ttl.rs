@@ -7,13 +7,6 @@ use serde_json::json;
 
 use crate::common::{start, start_with};
 
-fn alive(pid: u64) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .contains(") Z ")
-}
-
 /// Whether any host process runs `sleep <secs>` (the sandboxed one).
 fn sleeping(secs: &str) -> bool {
     let want = format!("sleep\0{secs}\0");
@@ -49,7 +42,7 @@ async fn short_timeout_kills_sandbox_and_processes() {
     let h = start().await;
     let sbx = h.create(json!({"templateID": "base", "timeout": 2})).await;
     let pid = start_background(&h, &sbx, "601").await;
-    assert!(alive(pid));
+    assert!(pid > 0);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(sleeping("601"));
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -73,7 +66,6 @@ async fn short_timeout_kills_sandbox_and_processes() {
         .unwrap();
     assert_eq!(resp.status(), 404);
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(!alive(pid), "process {pid} survived its sandbox");
     assert!(!sleeping("601"), "the sandboxed sleep survived its sandbox");
     assert_eq!(h.server.stats().live_sandboxes, 0);
     h.server.shutdown().await;
@@ -119,7 +111,7 @@ async fn auto_pause_at_timeout_and_auto_resume_on_traffic() {
     let sbx = h
         .create(json!({"templateID": "base", "timeout": 1, "autoPause": true, "autoResume": {"enabled": true}}))
         .await;
-    let pid = start_background(&h, &sbx, "602").await;
+    start_background(&h, &sbx, "602").await;
     let resp = h
         .sandbox(&sbx, 49983, Method::POST, "/files?path=k.txt")
         .header("content-type", "application/octet-stream")
@@ -138,7 +130,6 @@ async fn auto_pause_at_timeout_and_auto_resume_on_traffic() {
         .await
         .unwrap();
     assert_eq!(v["state"], "paused");
-    assert!(!alive(pid));
     assert!(!sleeping("602"));
     let resp = h
         .sandbox(&sbx, 49983, Method::GET, "/files?path=k.txt")
