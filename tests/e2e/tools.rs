@@ -240,17 +240,21 @@ async fn background_command_outlives_the_request_timeout() {
         json!({"command": "sleep 300"}),
     )
     .await);
-    assert!(r["pid"].as_u64().is_some(), "a pid: {r}");
+    let pid = r["pid"].as_u64().expect("a pid");
     tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
-    // By command line: the local server reports the host pid of the
-    // command's nsenter wrapper, which the sandbox cannot see.
-    let check = "ps -eo args | grep -cx 'sleep 300'";
+    // The pid is the sandbox's: the model can signal it in a command.
+    let check = format!("kill -0 {pid} && echo alive");
     let ps = ok(call(&s, "run_command", json!({ "command": check })).await);
     assert_eq!(
         ps["stdout"].as_str().unwrap().trim(),
-        "1",
+        "alive",
         "the background process outlived the request timeout: {ps}"
     );
+    let stop = format!(
+        "kill {pid}; for i in $(seq 50); do kill -0 {pid} 2>/dev/null || {{ echo stopped; exit; }}; sleep 0.1; done"
+    );
+    let ps = ok(call(&s, "run_command", json!({ "command": stop })).await);
+    assert_eq!(ps["stdout"].as_str().unwrap().trim(), "stopped", "{ps}");
     s.shutdown().await.unwrap();
 }
 
