@@ -229,8 +229,15 @@ async fn background_command_outlives_the_request_timeout() {
     // asks for a timeout. With a 1 s request timeout, a component that
     // forwarded it would lose the process within the 2.5 s waited here.
     let server = server().await;
+    // A first session creates the sandbox and its namespaces with the
+    // default timeouts, so the 1 s one below only has quick calls to make
+    // however loaded the machine is.
+    let warm = session(&server).await;
+    ok(call(&warm, "run_command", json!({"command": "true"})).await);
+    let id = warm.sandbox_id().await.unwrap().expect("a sandbox");
     let config = SandboxConfig {
         request_timeout_ms: Some(1_000),
+        sandbox_id: Some(id),
         ..SandboxConfig::default()
     };
     let s = session_with(&server, config, 1.0).await;
