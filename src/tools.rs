@@ -198,8 +198,8 @@ mod glue {
         redact_error(echo(call, err), &secrets)
     }
 
-    /// The file tools make one request each under the request timeout:
-    /// they end within it (milliseconds), whatever the server does.
+    /// How long the call can last at most, in milliseconds, when it is
+    /// known: each file tool makes one request under the request timeout.
     fn request_bounded(settings: &Settings, call: &ToolCall) -> Option<u64> {
         match call {
             ToolCall::WriteFile { .. } | ToolCall::ReadFile { .. } | ToolCall::ListFiles { .. } => {
