@@ -18,6 +18,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             server.url(),
             server.api_key()
         );
+        eprintln!("{}", server.isolation());
     })
     .await?;
     Ok(())

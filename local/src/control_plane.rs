@@ -147,6 +147,7 @@ async fn create(api: Api, body: &[u8], default_timeout: u32) -> Response {
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("cannot create the sandbox's filesystem: {e}"),
         ),
+        Err(CreateError::Unsupported(msg)) => api_error(StatusCode::BAD_REQUEST, msg),
     }
 }
 

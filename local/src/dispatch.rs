@@ -158,28 +158,35 @@ async fn sandbox_plane(front: &Front, t: Target, mut req: Request) -> Response {
             req.extensions_mut().insert(sandbox.interpreter());
             cut_when_gone(oneshot(&front.interpreter, req).await, gone)
         }
-        port => forward_to_port(&t.sandbox_id, port, req).await,
+        port => forward_to_port(&sandbox, port, req).await,
     }
 }
 
-/// Any other port: the sandbox shares the host's network, so a server a
-/// sandboxed command started listens on 127.0.0.1; pass the request on.
-async fn forward_to_port(sandbox_id: &str, port: u16, mut req: Request) -> Response {
-    use hyper_util::client::legacy::Client;
-    use hyper_util::rt::TokioExecutor;
+/// Any other port: a server a sandboxed command listens on, on the
+/// sandbox's own loopback. The connection is made inside the sandbox's
+/// network namespace (the host's loopback never carries it).
+async fn forward_to_port(sandbox: &Sandbox, port: u16, mut req: Request) -> Response {
     let path = req
         .uri()
         .path_and_query()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "/".into());
-    let Ok(uri) = format!("http://127.0.0.1:{port}{path}").parse::<http::Uri>() else {
+    let Ok(uri) = path.parse::<http::Uri>() else {
         return api_error(StatusCode::BAD_REQUEST, "invalid request path");
     };
     *req.uri_mut() = uri;
-    let client: Client<_, axum::body::Body> = Client::builder(TokioExecutor::new()).build_http();
-    match client.request(req).await {
+    let closed = || proxy_error(&sandbox.id, "The sandbox is running but port is not open");
+    let Ok(stream) = sandbox.runner.connect(port).await else {
+        return closed();
+    };
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(io).await else {
+        return closed();
+    };
+    tokio::spawn(conn);
+    match sender.send_request(req).await {
         Ok(resp) => resp.map(axum::body::Body::new),
-        Err(_) => proxy_error(sandbox_id, "The sandbox is running but port is not open"),
+        Err(_) => closed(),
     }
 }
 

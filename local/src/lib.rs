@@ -43,6 +43,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use faults::{Fault, FaultRule, Faults};
+pub use isolation::Limits;
 pub use stats::Stats;
 
 use crate::isolation::Launcher;
@@ -74,6 +75,8 @@ pub struct Options {
     /// Sandbox TTLs run this many times faster than wall time (a TTL of `T`
     /// seconds lasts `T / time_scale` real seconds), for tests on a scaled clock.
     pub time_scale: f64,
+    /// What each sandbox may use (CPU, memory, disk, processes).
+    pub limits: Limits,
 }
 
 impl Default for Options {
@@ -85,6 +88,7 @@ impl Default for Options {
             isolation: Isolation::Bwrap,
             data_dir: None,
             time_scale: 1.0,
+            limits: Limits::default(),
         }
     }
 }
@@ -135,6 +139,7 @@ pub struct LocalServer {
     api_key: String,
     registry: Arc<Registry>,
     faults: Faults,
+    isolation: String,
     shutdown_tx: Option<tokio::sync::oneshot::Sender<()>>,
     serve_task: Option<tokio::task::JoinHandle<()>>,
     _temp_dir: Option<tempfile::TempDir>,
@@ -178,9 +183,11 @@ impl LocalServer {
                 path: data_dir.clone(),
                 source,
             })?;
-        let launcher = Launcher::detect(&opts.isolation, &data_dir)
+        let launcher = Launcher::detect(&opts.isolation, &data_dir, opts.limits)
             .await
             .map_err(|e| StartError::Isolation(e.0))?;
+        let isolation = launcher.describe();
+        tracing::info!("{isolation}");
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, opts.port))
             .await
             .map_err(|source| StartError::Bind {
@@ -216,6 +223,7 @@ impl LocalServer {
             api_key: opts.api_key,
             registry,
             faults,
+            isolation,
             shutdown_tx: Some(shutdown_tx),
             serve_task: Some(serve_task),
             _temp_dir: temp_dir,
@@ -235,6 +243,12 @@ impl LocalServer {
     /// The API key clients must send.
     pub fn api_key(&self) -> &str {
         &self.api_key
+    }
+
+    /// Which isolation layers are in force, in one line (for a startup
+    /// message): users, limits, disk and network.
+    pub fn isolation(&self) -> &str {
+        &self.isolation
     }
 
     /// The fault-injection handle.

@@ -23,6 +23,8 @@ pub(crate) enum CreateError {
     TooMany(usize),
     /// Its root could not be made.
     Io(std::io::Error),
+    /// It asks for something the local backend cannot enforce.
+    Unsupported(String),
 }
 
 pub(crate) struct Registry {
@@ -97,15 +99,22 @@ impl Registry {
                 break id;
             }
         };
+        let internet = network_policy(&request).map_err(CreateError::Unsupported)?;
         let paths = SandboxPaths::new(self.data_dir.join(&id), self.data_dir.clone());
-        paths.create().map_err(CreateError::Io)?;
+        let runner = self
+            .launcher
+            .provision(&id, paths.clone(), internet)
+            .map_err(|e| {
+                let _ = std::fs::remove_dir_all(paths.root());
+                CreateError::Io(e)
+            })?;
         let sandbox = Arc::new(Sandbox::new(
             id.clone(),
             format!("envd_{}", random_id(32)),
             request,
             timeout_secs,
             paths,
-            &self.launcher,
+            runner,
             self.time_scale,
         ));
         map.insert(id, Arc::clone(&sandbox));
@@ -187,14 +196,15 @@ impl Registry {
         for t in pending {
             let _ = t.await;
         }
+        Launcher::clean_up(&self.data_dir);
     }
 
     pub fn shutdown_all_now(&self) {
         for s in self.drain() {
             s.processes.kill_all_now();
-            s.runner.stop();
-            let _ = std::fs::remove_dir_all(s.paths.root());
+            s.destroy_root();
         }
+        Launcher::clean_up(&self.data_dir);
     }
 }
 
@@ -220,7 +230,7 @@ impl Registry {
                 sandbox.processes.kill_all_now();
                 sandbox.runner.stop();
                 if !keep_root {
-                    let _ = std::fs::remove_dir_all(sandbox.paths.root());
+                    sandbox.destroy_root();
                 }
             }
         }
@@ -229,8 +239,38 @@ impl Registry {
 
 async fn teardown(sandbox: Arc<Sandbox>) {
     sandbox.stop_processes().await;
-    let root = sandbox.paths.root().to_path_buf();
-    let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(root)).await;
+    let _ = tokio::task::spawn_blocking(move || sandbox.destroy_root()).await;
+}
+
+/// Whether a sandbox asking for `request` gets internet access. E2B's
+/// `allow_internet_access: false` and a `network.denyOut` of `0.0.0.0/0`
+/// without `allowOut` cut it; finer rules (allow or deny lists of hosts
+/// and CIDRs) cannot be enforced by the local backend's network stack and
+/// are refused rather than ignored.
+fn network_policy(request: &NewSandbox) -> Result<bool, String> {
+    let list = |key: &str, snake: &str| -> Vec<String> {
+        let Some(net) = request.network.as_ref() else {
+            return Vec::new();
+        };
+        net.get(key)
+            .or_else(|| net.get(snake))
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let allow = list("allowOut", "allow_out");
+    let deny = list("denyOut", "deny_out");
+    let denies_all = deny.iter().any(|d| d == "0.0.0.0/0");
+    if !allow.is_empty() || deny.iter().any(|d| d != "0.0.0.0/0") {
+        return Err(format!(
+            "network allowOut/denyOut rules other than denying all (\"0.0.0.0/0\") are not supported by the local backend (allowOut {allow:?}, denyOut {deny:?})"
+        ));
+    }
+    Ok(request.allow_internet_access != Some(false) && !denies_all)
 }
 
 /// Lowercase alphanumeric, like E2B's ids (no `-`: hosts are `{port}-{id}`).

@@ -10,7 +10,7 @@ use e2b_wire::{ENVD_VERSION, HOME_DIR};
 
 use crate::envd::processes::ProcessTable;
 use crate::interpreter::{Interpreter, KernelSpawner};
-use crate::isolation::{Launcher, SandboxRunner};
+use crate::isolation::{Limits, SandboxRunner, SandboxUser};
 use crate::paths::SandboxPaths;
 
 /// Running or paused.
@@ -37,6 +37,8 @@ pub(crate) struct Sandbox {
     pub paths: SandboxPaths,
     pub runner: Arc<SandboxRunner>,
     pub processes: Arc<ProcessTable>,
+    /// What it may use (enforced by the runner's cgroup and disk).
+    pub limits: Limits,
     time_scale: f64,
     life: Mutex<Life>,
     interpreter: Mutex<Option<Arc<Interpreter>>>,
@@ -51,7 +53,7 @@ impl Sandbox {
         request: NewSandbox,
         timeout_secs: u64,
         paths: SandboxPaths,
-        launcher: &Launcher,
+        runner: SandboxRunner,
         time_scale: f64,
     ) -> Self {
         let now = SystemTime::now();
@@ -60,7 +62,8 @@ impl Sandbox {
             access_token,
             request,
             started_at: now,
-            runner: Arc::new(SandboxRunner::new(launcher.clone(), paths.clone())),
+            limits: runner.limits(),
+            runner: Arc::new(runner),
             paths,
             processes: Arc::default(),
             time_scale,
@@ -182,6 +185,13 @@ impl Sandbox {
         let _ = tokio::task::spawn_blocking(move || runner.stop()).await;
     }
 
+    /// Removes the sandbox from the host for good: its processes must be
+    /// stopped; then its cgroup, disk, ids and directory go.
+    pub fn destroy_root(&self) {
+        self.runner.release();
+        let _ = std::fs::remove_dir_all(self.paths.root());
+    }
+
     /// The create/connect answer.
     pub fn body(&self) -> SandboxBody {
         SandboxBody {
@@ -211,9 +221,9 @@ impl Sandbox {
             started_at: rfc3339(self.started_at),
             end_at: rfc3339(end_at),
             envd_version: ENVD_VERSION.into(),
-            cpu_count: 2,
-            memory_mb: 512,
-            disk_size_mb: 1024,
+            cpu_count: self.limits.cpu_count,
+            memory_mb: self.limits.memory_mb,
+            disk_size_mb: self.limits.disk_mb,
             state: match state {
                 State::Running => "running".into(),
                 State::Paused => "paused".into(),
@@ -249,8 +259,10 @@ struct SandboxSpawner {
 }
 
 impl KernelSpawner for SandboxSpawner {
-    fn command(&self, program: &str, args: &[String]) -> tokio::process::Command {
-        self.runner.command(program, args, HOME_DIR, &self.envs)
+    fn command(&self, program: &str, args: &[String]) -> Result<tokio::process::Command, String> {
+        self.runner
+            .command(program, args, HOME_DIR, &self.envs, SandboxUser::User)
+            .map_err(|e| e.to_string())
     }
 
     fn global_envs(&self) -> BTreeMap<String, String> {

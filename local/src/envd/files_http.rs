@@ -1,6 +1,7 @@
 //! envd's `/files` REST route: raw downloads and uploads (multipart or
 //! octet-stream), on the sandbox's view of the filesystem. Never gzipped.
 
+use std::io::Read;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -12,7 +13,9 @@ use e2b_wire::filesystem::WriteInfo;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
 
+use super::sandbox_fs::{self, FsError, FsErrorKind, Op, SandboxFs};
 use crate::http_errors::api_error;
+use crate::isolation::SandboxUser;
 use crate::paths;
 use crate::sandbox::Sandbox;
 
@@ -27,11 +30,105 @@ const INLINE_IO_LIMIT: u64 = 64 << 10;
 pub struct FileQuery {
     #[serde(default)]
     path: Option<String>,
+    #[serde(default)]
+    username: Option<String>,
 }
 
 /// Parses the query; the error becomes envd's JSON 400.
 fn parse_query(query: Option<&str>) -> Result<FileQuery, String> {
     serde_urlencoded::from_str(query.unwrap_or("")).map_err(|e| format!("invalid query: {e}"))
+}
+
+/// The sandbox's filesystem as `?username=` (`user` when absent; another
+/// name is envd's 401).
+fn open_fs(sandbox: &Sandbox, q: &FileQuery) -> Result<SandboxFs, Box<Response>> {
+    let name = q.username.as_deref().unwrap_or("");
+    let user = SandboxUser::from_name(name).ok_or_else(|| {
+        Box::new(api_error(
+            StatusCode::UNAUTHORIZED,
+            format!("invalid username: '{name}'"),
+        ))
+    })?;
+    sandbox_fs::for_sandbox(sandbox, user)
+        .map_err(|e| Box::new(fs_error(&e, Transfer::Download, "/", "/")))
+}
+
+/// Which way a `/files` request goes: the answers differ as envd's do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transfer {
+    Download,
+    Upload,
+}
+
+/// envd's answer for a failed transfer of the client's path `given`
+/// (shown as `shown`).
+fn fs_error(e: &FsError, transfer: Transfer, given: &str, shown: &str) -> Response {
+    use FsErrorKind as K;
+    use Transfer::{Download, Upload};
+    let kind = &e.kind;
+    let (status, message) = match (kind, transfer) {
+        (K::IsADirectory, _) => (
+            StatusCode::BAD_REQUEST,
+            format!("path '{shown}' is a directory"),
+        ),
+        (K::NotRegular, _) => (
+            StatusCode::BAD_REQUEST,
+            format!("path '{shown}' is not a regular file"),
+        ),
+        (K::PseudoFs(fs), Download) => (
+            StatusCode::BAD_REQUEST,
+            format!("path '{shown}' is on the kernel pseudo-filesystem {fs}, which the files API does not read or write"),
+        ),
+        // ELOOP is also how the kernel refuses a `/proc/<pid>/root`-style
+        // magic link: for a download, there is nothing reachable there.
+        (K::TooManySymlinks, Download) => (
+            StatusCode::NOT_FOUND,
+            format!("path '{shown}' does not exist: {kind} (or a /proc link, which the files API does not follow)"),
+        ),
+        (K::TooManySymlinks | K::InvalidPath(_), _) => (
+            StatusCode::BAD_REQUEST,
+            format!("invalid path '{given}': {kind}"),
+        ),
+        (K::Unavailable(why), _) => (
+            StatusCode::BAD_GATEWAY,
+            format!("the sandbox's filesystem is unavailable: {why}"),
+        ),
+        (K::NoSpace, _) => (
+            StatusCode::INSUFFICIENT_STORAGE,
+            format!("error writing file: open {shown}: {kind}"),
+        ),
+        (K::NotFound, Download) => (
+            StatusCode::NOT_FOUND,
+            format!("path '{shown}' does not exist"),
+        ),
+        (_, Download) if e.op == Op::Read => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("error reading file '{shown}': {kind}"),
+        ),
+        (_, Download) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("error checking path '{shown}': {kind}"),
+        ),
+        // A read-only mount, a forbidden directory or a pseudo-filesystem
+        // anywhere on the way is envd's failed open.
+        (K::ReadOnly | K::PermissionDenied | K::PseudoFs(_), Upload) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("error opening file: open {shown}: {kind}"),
+        ),
+        (_, Upload) if e.op == Op::Mkdir => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("error creating parent directories of '{shown}': {kind}"),
+        ),
+        (_, Upload) if e.op == Op::Write => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("error writing file: open {shown}: {kind}"),
+        ),
+        (_, Upload) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("error opening file: open {shown}: {kind}"),
+        ),
+    };
+    api_error(status, message)
 }
 
 /// `GET /files?path=`: the file's bytes.
@@ -43,75 +140,47 @@ pub async fn download(
         Ok(q) => q,
         Err(msg) => return api_error(StatusCode::BAD_REQUEST, msg),
     };
-    let given = q.path.unwrap_or_default();
-    let r = match sandbox.paths.resolve(&given, true) {
-        Ok(r) => r,
-        Err(e) => {
-            return api_error(
-                StatusCode::BAD_REQUEST,
-                format!("invalid path '{given}': {e}"),
-            )
-        }
+    let fs = match open_fs(&sandbox, &q) {
+        Ok(fs) => fs,
+        Err(resp) => return *resp,
     };
+    let given = q.path.unwrap_or_default();
+    let clean = paths::clean(&paths::absolutize(&given));
     let shown = if given.is_empty() {
-        r.sandbox.clone()
+        clean.clone()
     } else {
         given.clone()
     };
-    // Local-disk metadata and small reads take microseconds, less than a
-    // hop to the blocking pool and back; big files stream from the pool.
-    let meta = match std::fs::metadata(&r.host) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return api_error(
-                StatusCode::NOT_FOUND,
-                format!("path '{shown}' does not exist"),
-            )
-        }
-        Err(e) => {
-            return api_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("error checking path '{shown}': {e}"),
-            )
-        }
+    let opened = match fs.open_read(&clean) {
+        Ok(f) => f,
+        Err(e) => return fs_error(&e, Transfer::Download, &given, &shown),
     };
-    if meta.is_dir() {
-        return api_error(
-            StatusCode::BAD_REQUEST,
-            format!("path '{shown}' is a directory"),
-        );
-    }
-    let body = if meta.len() <= INLINE_IO_LIMIT {
-        std::fs::read(&r.host).map(Body::from)
-    } else {
-        tokio::fs::File::open(&r.host)
-            .await
-            .map(|file| Body::from_stream(tokio_util::io::ReaderStream::new(file)))
-    };
-    match body {
-        Ok(body) => {
-            let name = r
-                .sandbox
-                .rsplit('/')
-                .next()
-                .unwrap_or("file")
-                .replace('"', "");
-            let mut resp = (StatusCode::OK, body).into_response();
-            let h = resp.headers_mut();
-            h.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/octet-stream"),
-            );
-            if let Ok(v) = HeaderValue::from_str(&format!("inline; filename=\"{name}\"")) {
-                h.insert(header::CONTENT_DISPOSITION, v);
+    // Small reads take microseconds, less than a hop to the blocking pool
+    // and back; big files stream from the pool.
+    let body = if opened.size <= INLINE_IO_LIMIT {
+        let mut buf = Vec::with_capacity(usize::try_from(opened.size).unwrap_or(0));
+        match (&opened.file).read_to_end(&mut buf) {
+            Ok(_) => Body::from(buf),
+            Err(e) => {
+                let e = FsError::from_io(e, Op::Read, &clean);
+                return fs_error(&e, Transfer::Download, &given, &shown);
             }
-            resp
         }
-        Err(e) => api_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("error reading file '{shown}': {e}"),
-        ),
+    } else {
+        let file = tokio::fs::File::from_std(opened.file);
+        Body::from_stream(tokio_util::io::ReaderStream::new(file))
+    };
+    let name = clean.rsplit('/').next().unwrap_or("file").replace('"', "");
+    let mut resp = (StatusCode::OK, body).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&format!("inline; filename=\"{name}\"")) {
+        h.insert(header::CONTENT_DISPOSITION, v);
     }
+    resp
 }
 
 /// `POST /files?path=`: writes one file (octet-stream) or every `file`
@@ -125,6 +194,10 @@ pub async fn upload(
     let q = match parse_query(query.as_deref()) {
         Ok(q) => q,
         Err(msg) => return api_error(StatusCode::BAD_REQUEST, msg),
+    };
+    let fs = match open_fs(&sandbox, &q) {
+        Ok(fs) => fs,
+        Err(resp) => return *resp,
     };
     let ct = headers
         .get(header::CONTENT_TYPE)
@@ -198,7 +271,7 @@ pub async fn upload(
     }
     let mut written = Vec::new();
     for (path, data) in files {
-        match write_file(&sandbox, &path, &data).await {
+        match write_file(&fs, &path, data).await {
             Ok(info) => written.push(info),
             Err(resp) => return resp,
         }
@@ -259,50 +332,70 @@ async fn parse_multipart(
     Ok(files)
 }
 
-async fn write_file(sandbox: &Sandbox, given: &str, data: &[u8]) -> Result<WriteInfo, Response> {
-    let r = sandbox.paths.resolve(given, true).map_err(|e| {
-        api_error(
-            StatusCode::BAD_REQUEST,
-            format!("invalid path '{given}': {e}"),
-        )
-    })?;
+/// Writes one uploaded file; big ones on the blocking pool.
+async fn write_file(fs: &SandboxFs, given: &str, data: Bytes) -> Result<WriteInfo, Response> {
     let shown = paths::clean(&paths::absolutize(given));
-    if r.host.is_dir() {
-        return Err(api_error(
-            StatusCode::BAD_REQUEST,
-            format!("path '{shown}' is a directory"),
-        ));
-    }
-    if !r.writable {
-        return Err(api_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("error opening file: open {shown}: read-only file system"),
-        ));
-    }
-    if let Some(parent) = r.host.parent().filter(|p| !p.is_dir()) {
-        tokio::fs::create_dir_all(parent).await.map_err(|e| {
-            api_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("error creating parent directories of '{shown}': {e}"),
-            )
-        })?;
-    }
     let written = if data.len() as u64 <= INLINE_IO_LIMIT {
-        std::fs::write(&r.host, data)
+        fs.write(&shown, &data)
     } else {
-        tokio::fs::write(&r.host, data).await
+        let (fs, path) = (fs.clone(), shown.clone());
+        tokio::task::spawn_blocking(move || fs.write(&path, &data))
+            .await
+            .unwrap_or_else(|e| {
+                Err(FsError::from_io(
+                    std::io::Error::other(e),
+                    Op::Write,
+                    &shown,
+                ))
+            })
     };
-    written.map_err(|e| {
-        let status = if e.raw_os_error() == Some(libc::ENOSPC) {
-            StatusCode::INSUFFICIENT_STORAGE
-        } else {
-            StatusCode::INTERNAL_SERVER_ERROR
-        };
-        api_error(status, format!("error writing file: open {shown}: {e}"))
-    })?;
+    written.map_err(|e| fs_error(&e, Transfer::Upload, given, &shown))?;
     Ok(WriteInfo {
-        name: r.sandbox.rsplit('/').next().unwrap_or("").to_string(),
-        path: r.sandbox,
+        name: shown.rsplit('/').next().unwrap_or("").to_string(),
+        path: shown,
         file_type: Some("file".into()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn answer(kind: FsErrorKind, op: Op, transfer: Transfer, path: &str) -> (u16, String) {
+        let e = FsError {
+            kind,
+            op,
+            path: path.into(),
+        };
+        let resp = fs_error(&e, transfer, path, path);
+        let status = resp.status().as_u16();
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        (status, v["message"].as_str().unwrap().to_string())
+    }
+
+    #[tokio::test]
+    async fn failures_answer_as_envd() {
+        use Transfer::{Download, Upload};
+        let cases = [
+            (FsErrorKind::NotFound, Op::Open, Download, "/tmp/missing.txt", 404, "path '/tmp/missing.txt' does not exist"),
+            (FsErrorKind::IsADirectory, Op::Open, Download, "/tmp", 400, "path '/tmp' is a directory"),
+            (FsErrorKind::NotRegular, Op::Open, Download, "/tmp/fifo", 400, "path '/tmp/fifo' is not a regular file"),
+            (FsErrorKind::PseudoFs("proc"), Op::Open, Download, "/proc/kcore", 400, "path '/proc/kcore' is on the kernel pseudo-filesystem proc, which the files API does not read or write"),
+            (FsErrorKind::ReadOnly, Op::Mkdir, Upload, "/etc/x.txt", 500, "error opening file: open /etc/x.txt: read-only file system"),
+            (FsErrorKind::PseudoFs("proc"), Op::Open, Upload, "/proc/x", 500, "error opening file: open /proc/x: on the kernel pseudo-filesystem proc, which the files API does not touch"),
+            (FsErrorKind::NoSpace, Op::Write, Upload, "/tmp/big", 507, "error writing file: open /tmp/big: no space left on device"),
+            (FsErrorKind::NotADirectory, Op::Mkdir, Upload, "/home/user/a/b", 500, "error creating parent directories of '/home/user/a/b': not a directory"),
+            (FsErrorKind::TooManySymlinks, Op::Open, Upload, "loop", 400, "invalid path 'loop': too many levels of symbolic links"),
+            (FsErrorKind::TooManySymlinks, Op::Open, Download, "/home/user/viaproc", 404, "path '/home/user/viaproc' does not exist: too many levels of symbolic links (or a /proc link, which the files API does not follow)"),
+        ];
+        for (kind, op, transfer, path, status, message) in cases {
+            assert_eq!(
+                answer(kind, op, transfer, path).await,
+                (status, message.to_string())
+            );
+        }
+    }
 }

@@ -1,5 +1,5 @@
 //! `filesystem.Filesystem` RPCs: Stat, ListDir, MakeDir, Move, Remove, on
-//! the sandbox's view of the filesystem ([`crate::paths`]).
+//! the sandbox's own filesystem ([`super::sandbox_fs`]).
 
 use std::sync::Arc;
 
@@ -8,136 +8,103 @@ use axum::response::Response;
 use axum::Extension;
 use e2b_wire::connect::{Code, ConnectError};
 use e2b_wire::filesystem::{
-    EntryInfo, EntryResponse, ListDirRequest, ListDirResponse, MoveRequest, PathRequest,
+    EntryResponse, ListDirRequest, ListDirResponse, MoveRequest, PathRequest,
 };
 use http::HeaderMap;
 
-use super::entry::entry_info;
 use super::rpc;
-use crate::paths::{PathError, Resolved};
+use super::sandbox_fs::{self, FsError, FsErrorKind, SandboxFs};
+use crate::paths;
 use crate::sandbox::Sandbox;
 
 type Sbx = Extension<Arc<Sandbox>>;
 
-/// Sandbox paths that are mount points and cannot be removed or moved.
-const MOUNT_POINTS: [&str; 3] = ["/", "/home/user", "/tmp"];
 /// Deepest ListDir recursion honoured.
 const MAX_DEPTH: u32 = 64;
 
-fn resolve(sandbox: &Sandbox, path: &str, follow_last: bool) -> Result<Resolved, ConnectError> {
-    sandbox
-        .paths
-        .resolve(path, follow_last)
-        .map_err(|e: PathError| ConnectError::new(Code::InvalidArgument, format!("{path}: {e}")))
+/// The sandbox's filesystem as the RPC's user.
+fn open_fs(sandbox: &Sandbox, headers: &HeaderMap) -> Result<SandboxFs, ConnectError> {
+    let user = rpc::user_from_headers(headers)?;
+    sandbox_fs::for_sandbox(sandbox, user).map_err(connect_error)
 }
 
-fn read_only(op: &str, path: &str) -> ConnectError {
+/// The Connect error for a failed operation, in envd's words.
+fn connect_error(e: FsError) -> ConnectError {
+    use FsErrorKind as K;
+    let code = match e.kind {
+        K::NotFound => Code::NotFound,
+        K::NotADirectory
+        | K::IsADirectory
+        | K::NotRegular
+        | K::TooManySymlinks
+        | K::InvalidPath(_) => Code::InvalidArgument,
+        K::PseudoFs(_) | K::ReadOnly | K::PermissionDenied => Code::PermissionDenied,
+        K::AlreadyExists => Code::AlreadyExists,
+        K::Unavailable(_) => Code::Unavailable,
+        K::NoSpace | K::Other(_) => Code::Internal,
+    };
+    ConnectError::new(code, e.to_string())
+}
+
+/// Runs an operation that may walk a whole tree on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, FsError> + Send + 'static,
+) -> Result<Result<T, FsError>, ConnectError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ConnectError::new(Code::Internal, format!("file operation failed: {e}")))
+}
+
+/// envd's `not_found` for a missing `path`.
+fn not_found(what: &str, path: &str) -> ConnectError {
     ConnectError::new(
-        Code::PermissionDenied,
-        format!("{op} {path}: read-only file system"),
+        Code::NotFound,
+        format!("{what} not found: stat {path}: no such file or directory"),
     )
 }
 
-fn io_error(op: &str, path: &str, e: &std::io::Error) -> ConnectError {
-    let code = match e.kind() {
-        std::io::ErrorKind::NotFound => Code::NotFound,
-        std::io::ErrorKind::PermissionDenied => Code::PermissionDenied,
-        std::io::ErrorKind::AlreadyExists => Code::AlreadyExists,
-        _ => Code::Internal,
-    };
-    ConnectError::new(code, format!("{op} {path}: {e}"))
-}
-
-fn describe(r: &Resolved) -> Result<EntryInfo, ConnectError> {
-    let meta = std::fs::symlink_metadata(&r.host).map_err(|e| io_error("stat", &r.sandbox, &e))?;
-    Ok(entry_info(&r.sandbox, &r.host, &meta, r.writable))
-}
-
-/// `Stat`.
+/// `Stat` (of a symlink itself, not its target).
 pub async fn stat(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: PathRequest = rpc::read_unary(&headers, body).await?;
-            let r = resolve(&sandbox, &req.path, false)?;
-            match std::fs::symlink_metadata(&r.host) {
-                Ok(meta) => Ok(EntryResponse {
-                    entry: Some(entry_info(&r.sandbox, &r.host, &meta, r.writable)),
-                }),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ConnectError::new(
-                    Code::NotFound,
-                    format!(
-                        "file not found: stat {}: no such file or directory",
-                        r.sandbox
-                    ),
-                )),
-                Err(e) => Err(io_error("stat", &r.sandbox, &e)),
+            let fs = open_fs(&sandbox, &headers)?;
+            match fs.stat(&req.path) {
+                Ok(entry) => Ok(EntryResponse { entry: Some(entry) }),
+                Err(e) if matches!(e.kind, FsErrorKind::NotFound) => {
+                    Err(not_found("file", &e.path))
+                }
+                Err(e) => Err(connect_error(e)),
             }
         }
         .await,
     )
 }
 
-/// `ListDir` (depth 0 means 1).
+/// `ListDir` (depth 0 means 1), following a symlink in the path itself.
 pub async fn list_dir(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: ListDirRequest = rpc::read_unary(&headers, body).await?;
-            let r = resolve(&sandbox, &req.path, true)?;
-            let meta = std::fs::metadata(&r.host).map_err(|_| {
-                ConnectError::new(
-                    Code::NotFound,
-                    format!(
-                        "directory not found: stat {}: no such file or directory",
-                        r.sandbox
-                    ),
-                )
-            })?;
-            if !meta.is_dir() {
-                return Err(ConnectError::new(
-                    Code::InvalidArgument,
-                    format!("path is not a directory: {}", r.sandbox),
-                ));
-            }
+            let fs = open_fs(&sandbox, &headers)?;
             let depth = req.depth.clamp(1, MAX_DEPTH);
-            let mut entries = Vec::new();
-            walk(&sandbox, &r.sandbox, depth, &mut entries)?;
-            Ok(ListDirResponse { entries })
+            let path = clean(&req.path);
+            let dir = path.clone();
+            match blocking(move || fs.list_dir(&dir, depth)).await? {
+                Ok(entries) => Ok(ListDirResponse { entries }),
+                Err(e) if e.path == path => Err(match e.kind {
+                    FsErrorKind::NotFound => not_found("directory", &path),
+                    FsErrorKind::NotADirectory => ConnectError::new(
+                        Code::InvalidArgument,
+                        format!("path is not a directory: {path}"),
+                    ),
+                    _ => connect_error(e),
+                }),
+                Err(e) => Err(connect_error(e)),
+            }
         }
         .await,
     )
-}
-
-fn walk(
-    sandbox: &Sandbox,
-    dir: &str,
-    depth: u32,
-    out: &mut Vec<EntryInfo>,
-) -> Result<(), ConnectError> {
-    let r = resolve(sandbox, dir, true)?;
-    let read = std::fs::read_dir(&r.host).map_err(|e| io_error("open", dir, &e))?;
-    let mut names: Vec<String> = read
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    for name in names {
-        let child = if dir == "/" {
-            format!("/{name}")
-        } else {
-            format!("{dir}/{name}")
-        };
-        let Ok(cr) = resolve(sandbox, &child, false) else {
-            continue;
-        };
-        let Ok(meta) = std::fs::symlink_metadata(&cr.host) else {
-            continue;
-        };
-        out.push(entry_info(&cr.sandbox, &cr.host, &meta, cr.writable));
-        if depth > 1 && meta.is_dir() {
-            walk(sandbox, &cr.sandbox, depth - 1, out)?;
-        }
-    }
-    Ok(())
 }
 
 /// `MakeDir` (with parents); an existing directory is `already_exists`.
@@ -145,92 +112,99 @@ pub async fn make_dir(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -
     rpc::unary(
         async {
             let req: PathRequest = rpc::read_unary(&headers, body).await?;
-            let r = resolve(&sandbox, &req.path, true)?;
-            if let Ok(meta) = std::fs::metadata(&r.host) {
-                return Err(if meta.is_dir() {
-                    ConnectError::new(
+            let fs = open_fs(&sandbox, &headers)?;
+            match fs.make_dir(&req.path) {
+                Ok(entry) => Ok(EntryResponse { entry: Some(entry) }),
+                Err(e) => Err(match e.kind {
+                    FsErrorKind::AlreadyExists => ConnectError::new(
                         Code::AlreadyExists,
-                        format!("directory already exists: {}", r.sandbox),
-                    )
-                } else {
-                    ConnectError::new(
+                        format!("directory already exists: {}", e.path),
+                    ),
+                    // The path, or one of its parents, is something else.
+                    FsErrorKind::NotADirectory => ConnectError::new(
                         Code::InvalidArgument,
-                        format!(
-                            "path already exists but it is not a directory: {}",
-                            r.sandbox
-                        ),
-                    )
-                });
+                        format!("path already exists but it is not a directory: {}", e.path),
+                    ),
+                    _ => connect_error(e),
+                }),
             }
-            if !r.writable {
-                return Err(read_only("mkdir", &r.sandbox));
-            }
-            std::fs::create_dir_all(&r.host).map_err(|e| io_error("mkdir", &r.sandbox, &e))?;
-            Ok(EntryResponse {
-                entry: Some(describe(&r)?),
-            })
         }
         .await,
     )
 }
 
-/// `Move` (rename), creating the destination's parents.
+/// `Move` (rename; a symlink itself, not its target), creating the
+/// destination's parents.
 pub async fn move_entry(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: MoveRequest = rpc::read_unary(&headers, body).await?;
-            let src = resolve(&sandbox, &req.source, false)?;
-            let dst = resolve(&sandbox, &req.destination, false)?;
-            if std::fs::symlink_metadata(&src.host).is_err() {
-                return Err(ConnectError::new(
-                    Code::NotFound,
-                    format!("source file not found: {}", src.sandbox),
-                ));
+            let fs = open_fs(&sandbox, &headers)?;
+            let source = clean(&req.source);
+            let src = source.clone();
+            match blocking(move || fs.rename(&src, &req.destination)).await? {
+                Ok(entry) => Ok(EntryResponse { entry: Some(entry) }),
+                Err(e) if matches!(e.kind, FsErrorKind::NotFound) && e.path == source => Err(
+                    ConnectError::new(Code::NotFound, format!("source file not found: {source}")),
+                ),
+                Err(e) => Err(connect_error(e)),
             }
-            for r in [&src, &dst] {
-                if !r.writable || MOUNT_POINTS.contains(&r.sandbox.as_str()) {
-                    return Err(read_only("rename", &r.sandbox));
-                }
-            }
-            if let Some(parent) = dst.host.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| io_error("mkdir", &dst.sandbox, &e))?;
-            }
-            std::fs::rename(&src.host, &dst.host)
-                .map_err(|e| io_error("rename", &src.sandbox, &e))?;
-            Ok(EntryResponse {
-                entry: Some(describe(&dst)?),
-            })
         }
         .await,
     )
 }
 
-/// `Remove` (recursive for directories).
+/// `Remove` (recursive for directories; a symlink itself, not its target).
 pub async fn remove(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
     rpc::unary(
         async {
             let req: PathRequest = rpc::read_unary(&headers, body).await?;
-            let r = resolve(&sandbox, &req.path, false)?;
-            let meta = std::fs::symlink_metadata(&r.host).map_err(|_| {
-                ConnectError::new(
-                    Code::NotFound,
-                    format!(
-                        "file not found: stat {}: no such file or directory",
-                        r.sandbox
-                    ),
-                )
-            })?;
-            if !r.writable || MOUNT_POINTS.contains(&r.sandbox.as_str()) {
-                return Err(read_only("remove", &r.sandbox));
+            let fs = open_fs(&sandbox, &headers)?;
+            let path = clean(&req.path);
+            let target = path.clone();
+            match blocking(move || fs.remove(&target)).await? {
+                Ok(()) => Ok(serde_json::json!({})),
+                Err(e) if matches!(e.kind, FsErrorKind::NotFound) && e.path == path => {
+                    Err(not_found("file", &path))
+                }
+                Err(e) => Err(connect_error(e)),
             }
-            let result = if meta.is_dir() {
-                std::fs::remove_dir_all(&r.host)
-            } else {
-                std::fs::remove_file(&r.host)
-            };
-            result.map_err(|e| io_error("remove", &r.sandbox, &e))?;
-            Ok(serde_json::json!({}))
         }
         .await,
     )
+}
+
+/// A client's path as the sandbox resolves it (`~`, relative, `..`).
+fn clean(path: &str) -> String {
+    paths::clean(&paths::absolutize(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_have_envds_codes() {
+        let e = |kind| FsError {
+            kind,
+            op: sandbox_fs::Op::Remove,
+            path: "/etc/hostname".into(),
+        };
+        let ro = connect_error(e(FsErrorKind::ReadOnly));
+        assert_eq!(ro.code, Code::PermissionDenied);
+        assert_eq!(ro.message, "remove /etc/hostname: read-only file system");
+        assert_eq!(
+            connect_error(e(FsErrorKind::PseudoFs("sysfs"))).code,
+            Code::PermissionDenied
+        );
+        assert_eq!(
+            connect_error(e(FsErrorKind::NotRegular)).code,
+            Code::InvalidArgument
+        );
+        assert_eq!(connect_error(e(FsErrorKind::NotFound)).code, Code::NotFound);
+        assert_eq!(
+            connect_error(e(FsErrorKind::AlreadyExists)).code,
+            Code::AlreadyExists
+        );
+    }
 }

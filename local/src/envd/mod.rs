@@ -8,6 +8,7 @@ mod filesystem_rpc;
 mod process_rpc;
 pub mod processes;
 pub mod rpc;
+pub(crate) mod sandbox_fs;
 pub(crate) mod signature;
 
 use std::sync::Arc;

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 
 use super::processes::{ManagedProcess, Outcome, StreamItem};
 use super::rpc::{self, StreamWriter};
+use super::sandbox_fs;
 use crate::paths;
 use crate::sandbox::Sandbox;
 
@@ -63,12 +64,22 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
         Ok(r) => r,
         Err(e) => return rpc::stream_error(e),
     };
+    let user = match rpc::user_from_headers(&headers) {
+        Ok(u) => u,
+        Err(e) => return rpc::stream_error(e),
+    };
     let cwd_given = req.process.cwd.clone().unwrap_or_default();
     let cwd = paths::clean(&paths::absolutize(&cwd_given));
-    let cwd_is_dir = sandbox
-        .paths
-        .resolve(&cwd, true)
-        .is_ok_and(|r| r.host.is_dir());
+    // Resolved inside the sandbox's root, as the files API resolves paths.
+    let cwd_is_dir = match sandbox_fs::for_sandbox(&sandbox, user) {
+        Ok(fs) => fs.is_dir(&cwd),
+        Err(e) => {
+            return rpc::stream_error(ConnectError::new(
+                Code::Unavailable,
+                format!("error starting process '{}': {}", req.process.cmd, e.kind),
+            ))
+        }
+    };
     if !cwd_is_dir {
         return rpc::stream_error(ConnectError::new(
             Code::InvalidArgument,
@@ -77,9 +88,19 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
     }
     let mut envs: BTreeMap<String, String> = sandbox.env_vars().clone();
     envs.extend(req.process.envs.clone());
-    let mut cmd = sandbox
-        .runner
-        .command(&req.process.cmd, &req.process.args, &cwd, &envs);
+    let mut cmd =
+        match sandbox
+            .runner
+            .command(&req.process.cmd, &req.process.args, &cwd, &envs, user)
+        {
+            Ok(cmd) => cmd,
+            Err(e) => {
+                return rpc::stream_error(ConnectError::new(
+                    Code::FailedPrecondition,
+                    format!("error starting process '{}': {e}", req.process.cmd),
+                ))
+            }
+        };
     // No real terminal: a PTY request gets its output as `pty` data and its
     // input through stdin.
     let pty = req.pty.is_some();

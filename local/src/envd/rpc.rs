@@ -16,12 +16,38 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use crate::isolation::SandboxUser;
+
 /// Largest RPC request body accepted.
 pub const RPC_BODY_LIMIT: usize = 1 << 20;
 /// A client that never finishes its request body is given up on.
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// envd's keepalive interval when the client sends none.
 const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(90);
+
+/// The user an RPC acts as: envd's `Authorization: Basic base64("<user>:")`,
+/// `user` when absent; an unknown name is `unauthenticated`, as in envd.
+pub fn user_from_headers(headers: &HeaderMap) -> Result<SandboxUser, ConnectError> {
+    use base64::Engine;
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        return Ok(SandboxUser::User);
+    };
+    let name = value
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|b| {
+            base64::engine::general_purpose::STANDARD
+                .decode(b.trim())
+                .ok()
+        })
+        .and_then(|raw| String::from_utf8(raw).ok())
+        .map(|cred| cred.split(':').next().unwrap_or("").to_string())
+        .unwrap_or_default();
+    SandboxUser::from_name(&name).ok_or_else(|| {
+        ConnectError::new(Code::Unauthenticated, format!("invalid username: '{name}'"))
+    })
+}
 
 /// A unary error answer.
 pub fn unary_error(err: ConnectError) -> Response {

@@ -42,7 +42,9 @@ impl KernelProcess {
         cwd: &str,
     ) -> Result<KernelProcess, String> {
         let (program, args) = language.launch(cwd);
-        let mut command = spawner.command(program, &args);
+        let mut command = spawner
+            .command(program, &args)
+            .map_err(|e| format!("Failed to start the {} kernel: {e}", language.name()))?;
         command
             // The spawner applies them already; repeating them keeps the
             // guarantee that a first execution sees them.

@@ -49,8 +49,9 @@ pub const DEFAULT_CWD: &str = "/home/user";
 /// Starts kernel processes inside one sandbox.
 pub trait KernelSpawner: Send + Sync + 'static {
     /// A command that runs `program args` inside the sandbox (isolated, cwd
-    /// /home/user, sandbox env vars applied); the caller pipes stdio.
-    fn command(&self, program: &str, args: &[String]) -> tokio::process::Command;
+    /// /home/user, sandbox env vars applied); the caller pipes stdio. An
+    /// error says why the sandbox cannot run it.
+    fn command(&self, program: &str, args: &[String]) -> Result<tokio::process::Command, String>;
     /// The sandbox-global env vars (from create `envVars`).
     fn global_envs(&self) -> BTreeMap<String, String>;
 }

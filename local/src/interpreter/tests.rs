@@ -21,10 +21,10 @@ struct DirectSpawner {
 }
 
 impl KernelSpawner for DirectSpawner {
-    fn command(&self, program: &str, args: &[String]) -> tokio::process::Command {
+    fn command(&self, program: &str, args: &[String]) -> Result<tokio::process::Command, String> {
         let mut command = tokio::process::Command::new(program);
         command.args(args).current_dir(self.dir.path());
-        command
+        Ok(command)
     }
 
     fn global_envs(&self) -> BTreeMap<String, String> {

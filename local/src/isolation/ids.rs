@@ -1,0 +1,164 @@
+//! Which host uids a sandbox's users are.
+//!
+//! A server running as root gives every sandbox its own block of 65,536
+//! subordinate host ids (`root` inside is the block's first id, `user`
+//! (1000) the block's id 1000), written into the sandbox's user namespace
+//! by the server. So nothing in a sandbox is host root, and no two
+//! sandboxes share a host uid: one that escapes its mount namespace can
+//! touch neither the host's files nor another sandbox's. A server running
+//! as an ordinary user has one id to give: bubblewrap maps the server's
+//! uid to `user`, and `root` does not exist inside.
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+/// First host uid of the first block; far above the ids distributions
+/// hand out to people and system services.
+const SUBID_BASE: u32 = 0x2000_0000;
+/// Ids per sandbox: a full 16-bit range, as container runtimes map.
+pub const SUBID_COUNT: u32 = 65_536;
+/// Blocks available (sandboxes alive at once, with room to spare).
+const SLOTS: u32 = 4_096;
+/// The sandbox user's uid and gid inside.
+pub const USER_ID: u32 = 1000;
+
+/// Who a command or a file operation acts as inside the sandbox (envd's
+/// `user`: the `Authorization: Basic` user of an RPC, `?username=` of `/files`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SandboxUser {
+    /// `user`, uid 1000: the default.
+    #[default]
+    User,
+    /// `root`, uid 0 inside the sandbox's user namespace (never host root).
+    Root,
+}
+
+impl SandboxUser {
+    /// Parses envd's user names; `None` for any other name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "" | "user" => Some(SandboxUser::User),
+            "root" => Some(SandboxUser::Root),
+            _ => None,
+        }
+    }
+
+    /// The uid (and gid) inside the sandbox.
+    pub fn inside_id(self) -> u32 {
+        match self {
+            SandboxUser::User => USER_ID,
+            SandboxUser::Root => 0,
+        }
+    }
+}
+
+/// The host ids behind one sandbox's users.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostIds {
+    /// A block of subordinate ids starting at `base` (server is root).
+    Block {
+        /// Host uid and gid of `root` inside.
+        base: u32,
+    },
+    /// The server's own uid and gid are `user`; there is no `root`.
+    Own {
+        /// The server's uid.
+        uid: u32,
+        /// The server's gid.
+        gid: u32,
+    },
+}
+
+impl HostIds {
+    /// The host uid and gid of `who`, `None` when it has none.
+    pub fn host(self, who: SandboxUser) -> Option<(u32, u32)> {
+        match self {
+            HostIds::Block { base } => {
+                let id = base + who.inside_id();
+                Some((id, id))
+            }
+            HostIds::Own { uid, gid } => (who == SandboxUser::User).then_some((uid, gid)),
+        }
+    }
+
+    /// The user (and its host ids) processes of the sandbox's anchor and
+    /// joiners run as on the host: the sandbox user's.
+    pub fn anchor(self) -> (u32, u32) {
+        match self {
+            HostIds::Block { base } => (base + USER_ID, base + USER_ID),
+            HostIds::Own { uid, gid } => (uid, gid),
+        }
+    }
+
+    /// The `uid_map`/`gid_map` line the server writes (blocks only).
+    pub fn map_line(self) -> Option<String> {
+        match self {
+            HostIds::Block { base } => Some(format!("0 {base} {SUBID_COUNT}\n")),
+            HostIds::Own { .. } => None,
+        }
+    }
+}
+
+/// Hands out id blocks to live sandboxes. One per process ([`IdBlocks::global`]),
+/// so servers sharing a process never share a block; each process starts
+/// at a random slot, so two servers on one machine rarely do.
+#[derive(Debug)]
+pub struct IdBlocks {
+    used: Mutex<BTreeSet<u32>>,
+    first: u32,
+}
+
+impl IdBlocks {
+    /// The process's allocator.
+    pub fn global() -> &'static IdBlocks {
+        static BLOCKS: std::sync::OnceLock<IdBlocks> = std::sync::OnceLock::new();
+        BLOCKS.get_or_init(|| IdBlocks {
+            used: Mutex::default(),
+            first: rand::random_range(0..SLOTS),
+        })
+    }
+
+    /// A free block's base, `None` when all are in use.
+    pub fn take(&self) -> Option<u32> {
+        let mut used = self.used.lock().ok()?;
+        let slot = (0..SLOTS)
+            .map(|i| (self.first + i) % SLOTS)
+            .find(|s| !used.contains(s))?;
+        used.insert(slot);
+        Some(SUBID_BASE + slot * SUBID_COUNT)
+    }
+
+    /// Returns a block taken with [`IdBlocks::take`].
+    pub fn give_back(&self, base: u32) {
+        if let Ok(mut used) = self.used.lock() {
+            used.remove(&((base - SUBID_BASE) / SUBID_COUNT));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_map_root_and_user_apart_from_the_host() {
+        let blocks = IdBlocks::global();
+        let a = blocks.take().unwrap();
+        let b = blocks.take().unwrap();
+        assert_ne!(a, b);
+        blocks.give_back(b);
+        let ids = HostIds::Block { base: a };
+        assert_eq!(ids.host(SandboxUser::Root), Some((a, a)));
+        assert_eq!(ids.host(SandboxUser::User), Some((a + 1000, a + 1000)));
+        assert_eq!(ids.map_line().unwrap(), format!("0 {a} 65536\n"));
+        blocks.give_back(a);
+    }
+
+    #[test]
+    fn an_unprivileged_server_has_no_root_inside() {
+        let ids = HostIds::Own { uid: 1234, gid: 99 };
+        assert_eq!(ids.host(SandboxUser::User), Some((1234, 99)));
+        assert_eq!(ids.host(SandboxUser::Root), None);
+        assert_eq!(SandboxUser::from_name("nobody"), None);
+    }
+}

@@ -1,0 +1,272 @@
+//! Per-sandbox resource limits: processes, memory, CPU and disk.
+//!
+//! Where the server may write a cgroup hierarchy (root on these machines:
+//! cgroup v1 `memory`, `pids`, `cpu`; or a cgroup v2 tree with those
+//! controllers), every sandbox gets its own cgroup; else each process gets
+//! rlimits (a process cap per uid, address space, file size), which are
+//! weaker. The writable directories live on a size-limited ext4 image
+//! mounted through a loop device where the server is root, so a disk
+//! filler gets `ENOSPC` inside its sandbox; otherwise only the file size
+//! is capped. [`Limits`] are what `GET /sandboxes/{id}` reports.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What each sandbox may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// CPUs (a CFS quota of this many CPUs' time).
+    pub cpu_count: u32,
+    /// Memory in MiB (RAM; there is no swap).
+    pub memory_mb: u32,
+    /// Disk in MiB for `/home/user`, `/tmp` and `/var/tmp` together.
+    pub disk_mb: u32,
+    /// Processes and threads alive at once.
+    pub max_processes: u32,
+}
+
+impl Default for Limits {
+    /// What E2B's default sandbox has: 2 CPUs, 512 MiB, 1 GiB of disk.
+    fn default() -> Self {
+        Self {
+            cpu_count: 2,
+            memory_mb: 512,
+            disk_mb: 1024,
+            max_processes: 1024,
+        }
+    }
+}
+
+/// How limits are enforced on this machine, decided once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Enforcement {
+    /// cgroup v1 hierarchies: `(controller mount, group under it)`.
+    CgroupV1 {
+        /// The mounted `memory`, `pids` and `cpu` hierarchies.
+        memory: PathBuf,
+        /// The `pids` hierarchy.
+        pids: PathBuf,
+        /// The `cpu` hierarchy.
+        cpu: PathBuf,
+    },
+    /// A cgroup v2 directory whose children get the controllers.
+    CgroupV2 {
+        /// Parent of the per-sandbox groups.
+        parent: PathBuf,
+    },
+    /// rlimits on each process (set by `prlimit`).
+    Rlimits,
+}
+
+/// The group all sandbox cgroups are made under.
+const GROUP: &str = "e2b-local";
+
+impl Enforcement {
+    /// The strongest mechanism this process may use.
+    pub fn detect() -> Self {
+        let root = Path::new("/sys/fs/cgroup");
+        let v1 = |c: &str| {
+            let dir = root.join(c);
+            is_writable_cgroup(&dir).then(|| dir.join(GROUP))
+        };
+        if let (Some(memory), Some(pids), Some(cpu)) = (v1("memory"), v1("pids"), v1("cpu")) {
+            let made = [&memory, &pids, &cpu]
+                .iter()
+                .all(|d| std::fs::create_dir_all(d).is_ok());
+            if made {
+                return Enforcement::CgroupV1 { memory, pids, cpu };
+            }
+        }
+        let controllers =
+            std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
+        let has = |c: &str| controllers.split_whitespace().any(|x| x == c);
+        if has("memory") && has("pids") && has("cpu") && is_writable_cgroup(root) {
+            let parent = root.join(GROUP);
+            let ok = std::fs::create_dir_all(&parent).is_ok()
+                && std::fs::write(root.join("cgroup.subtree_control"), "+memory +pids +cpu")
+                    .is_ok()
+                && std::fs::write(parent.join("cgroup.subtree_control"), "+memory +pids +cpu")
+                    .is_ok();
+            if ok {
+                return Enforcement::CgroupV2 { parent };
+            }
+        }
+        Enforcement::Rlimits
+    }
+
+    /// For the server's startup line.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Enforcement::CgroupV1 { .. } => "cgroup v1 (memory, pids, cpu)",
+            Enforcement::CgroupV2 { .. } => "cgroup v2 (memory, pids, cpu)",
+            Enforcement::Rlimits => "rlimits only (no writable cgroup hierarchy)",
+        }
+    }
+
+    /// Makes the cgroup of sandbox `id` with `limits`; `None` with rlimits.
+    /// `owner` (a host uid) may then move its own processes into it.
+    pub fn create(&self, id: &str, limits: &Limits, owner: u32) -> std::io::Result<Option<Cgroup>> {
+        let quota = u64::from(limits.cpu_count) * CPU_PERIOD_US;
+        let memory = u64::from(limits.memory_mb) << 20;
+        let dirs = match self {
+            Enforcement::CgroupV1 {
+                memory: m,
+                pids,
+                cpu,
+            } => {
+                let dirs = vec![m.join(id), pids.join(id), cpu.join(id)];
+                for d in &dirs {
+                    std::fs::create_dir_all(d)?;
+                }
+                std::fs::write(dirs[0].join("memory.limit_in_bytes"), memory.to_string())?;
+                // Where swap is accounted, none of it either.
+                let _ = std::fs::write(
+                    dirs[0].join("memory.memsw.limit_in_bytes"),
+                    memory.to_string(),
+                );
+                std::fs::write(dirs[1].join("pids.max"), limits.max_processes.to_string())?;
+                std::fs::write(dirs[2].join("cpu.cfs_period_us"), CPU_PERIOD_US.to_string())?;
+                std::fs::write(dirs[2].join("cpu.cfs_quota_us"), quota.to_string())?;
+                dirs
+            }
+            Enforcement::CgroupV2 { parent } => {
+                let d = parent.join(id);
+                std::fs::create_dir_all(&d)?;
+                std::fs::write(d.join("memory.max"), memory.to_string())?;
+                let _ = std::fs::write(d.join("memory.swap.max"), "0");
+                std::fs::write(d.join("pids.max"), limits.max_processes.to_string())?;
+                std::fs::write(d.join("cpu.max"), format!("{quota} {CPU_PERIOD_US}"))?;
+                vec![d]
+            }
+            Enforcement::Rlimits => return Ok(None),
+        };
+        let group = Cgroup { dirs };
+        for procs in group.procs_files() {
+            rustix::fs::chown(&procs, Some(rustix::fs::Uid::from_raw(owner)), None)?;
+        }
+        Ok(Some(group))
+    }
+}
+
+/// CFS period: 100 ms, the kernel's default.
+const CPU_PERIOD_US: u64 = 100_000;
+
+/// Whether `dir` is a cgroup directory this process may create groups in.
+fn is_writable_cgroup(dir: &Path) -> bool {
+    dir.join("cgroup.procs").exists()
+        && rustix::fs::access(dir, rustix::fs::Access::WRITE_OK).is_ok()
+}
+
+/// One sandbox's cgroup (a directory per v1 hierarchy, or one v2 directory).
+#[derive(Debug)]
+pub struct Cgroup {
+    dirs: Vec<PathBuf>,
+}
+
+impl Cgroup {
+    /// The `cgroup.procs` files a process writes its pid into to join.
+    pub fn procs_files(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
+    }
+
+    /// Moves `pid` into the group.
+    pub fn add(&self, pid: u32) -> std::io::Result<()> {
+        for procs in self.procs_files() {
+            std::fs::write(procs, pid.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        // The processes are dead (the pid namespace went with the anchor),
+        // but the kernel may take a moment to empty the group.
+        for d in &self.dirs {
+            for _ in 0..50 {
+                if std::fs::remove_dir(d).is_ok() || !d.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+    }
+}
+
+/// The size-limited filesystem behind a sandbox's writable directories.
+#[derive(Debug)]
+pub struct Disk {
+    mount_point: PathBuf,
+    image: PathBuf,
+}
+
+impl Disk {
+    /// Whether disks can be made here (root, `mkfs.ext4`, loop devices).
+    pub fn available(privileged: bool) -> bool {
+        privileged
+            && Path::new("/dev/loop-control").exists()
+            && find("mkfs.ext4").is_some()
+            && find("mount").is_some()
+    }
+
+    /// Makes a sparse ext4 image of `size_mb` at `image` and mounts it on
+    /// `mount_point` (`nosuid,nodev`): about 25 ms.
+    pub fn create(image: &Path, mount_point: &Path, size_mb: u32) -> std::io::Result<Disk> {
+        let file = std::fs::File::create(image)?;
+        file.set_len(u64::from(size_mb) << 20)?;
+        drop(file);
+        run(
+            Command::new(find("mkfs.ext4").unwrap_or_else(|| "mkfs.ext4".into()))
+                .args(["-q", "-F", "-m", "0", "-O", "^has_journal"])
+                .args(["-E", "lazy_itable_init=1,nodiscard"])
+                .arg(image),
+        )?;
+        std::fs::create_dir_all(mount_point)?;
+        run(
+            Command::new(find("mount").unwrap_or_else(|| "mount".into()))
+                .args(["-o", "loop,nosuid,nodev,noatime"])
+                .arg(image)
+                .arg(mount_point),
+        )?;
+        // mkfs leaves lost+found; the sandbox's directories are all it holds.
+        let _ = std::fs::remove_dir(mount_point.join("lost+found"));
+        Ok(Disk {
+            mount_point: mount_point.to_path_buf(),
+            image: image.to_path_buf(),
+        })
+    }
+}
+
+impl Drop for Disk {
+    fn drop(&mut self) {
+        // Lazy: a process of a dead sandbox may still hold a file for a moment.
+        let _ = Command::new(find("umount").unwrap_or_else(|| "umount".into()))
+            .arg("-l")
+            .arg(&self.mount_point)
+            .status();
+        let _ = std::fs::remove_file(&self.image);
+    }
+}
+
+fn run(cmd: &mut Command) -> std::io::Result<()> {
+    let out = cmd.output()?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!(
+            "{:?} failed ({}): {}",
+            cmd.get_program(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+/// `name` in `PATH` or the system directories (`/sbin` is not on every `PATH`).
+pub fn find(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
