@@ -500,6 +500,42 @@ async fn a_sandbox_cannot_reach_another_sandboxs_files_by_host_path() {
     let _ = std::fs::remove_dir_all(&data_dir);
 }
 
+/// The escape attempts a prompt-injected model would make first, through
+/// the component's own tools (the full suite is the local server's
+/// `tests/server/escape.rs`).
+#[tokio::test]
+async fn a_sandbox_sees_neither_the_hosts_environment_nor_its_files() {
+    // In the server's (this process's) environment, set by cargo.
+    let canary = "CARGO_PKG_NAME";
+    assert!(std::env::var(canary).is_ok());
+    let server = server().await;
+    let s = session(&server).await;
+    for path in ["/proc/self/environ", "/proc/1/environ"] {
+        let r = call(&s, "read_file", json!({"path": path})).await;
+        assert!(!r.to_string().contains(canary), "{path}: {r}");
+    }
+    let project_file = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    for path in [project_file, "/etc/shadow"] {
+        let r = call(&s, "read_file", json!({"path": path})).await;
+        assert_eq!(r["success"], false, "{path}: {r}");
+    }
+    let r = ok(call(&s, "list_files", json!({"path": "/root"})).await);
+    assert_eq!(r["entries"], json!([]), "{r}");
+    let r = call(
+        &s,
+        "run_command",
+        json!({"command": format!("cat /proc/*/environ {project_file} /etc/shadow; echo; whoami")}),
+    )
+    .await;
+    let text = r.to_string();
+    assert!(!text.contains(canary), "{text}");
+    assert!(!text.contains("[workspace]"), "{text}");
+    let last_line = r["stdout"].as_str().and_then(|o| o.lines().last());
+    assert_eq!(last_line, Some("user"), "{text}");
+    s.shutdown().await.unwrap();
+    server.shutdown().await;
+}
+
 /// Sends one JSON-RPC message over the MCP stdio framing (one JSON per line).
 async fn mcp_send(writer: &mut (impl tokio::io::AsyncWrite + Unpin), message: Value) {
     let mut line = message.to_string();

@@ -7,5 +7,6 @@ mod control_plane;
 mod envd_files;
 mod envd_filesystem;
 mod envd_process;
+mod escape;
 mod faults;
 mod ttl;

@@ -1,0 +1,367 @@
+//! Escape attempts from inside a sandbox: each must fail, and the server
+//! must go on serving. They run through the real server's two faces a
+//! model reaches: commands (envd `Process/Start`) and the files API
+//! (`/files`, `Filesystem` RPCs). With the server as root (CI) the
+//! sandbox's users are unprivileged host uids; as an ordinary user they
+//! are the server's own uid, and the same attempts must fail.
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::common::{run, start, stdout_of, Harness, Sbx};
+
+/// A variable that is in the server's environment (cargo sets it for
+/// every test process) and in no sandbox's.
+const HOST_ONLY_VAR: &str = "CARGO_PKG_NAME";
+
+async fn download(h: &Harness, sbx: &Sbx, path: &str) -> (u16, String) {
+    let q = serde_urlencoded::to_string([("path", path)]).unwrap();
+    let resp = h
+        .sandbox(sbx, 49983, Method::GET, &format!("/files?{q}"))
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.text().await.unwrap_or_default())
+}
+
+/// The exit code of a finished command's end event (0 when it succeeded).
+fn exit_code(events: &[Value]) -> i64 {
+    events
+        .iter()
+        .find_map(|e| e.pointer("/event/end/exitCode").and_then(Value::as_i64))
+        .unwrap_or(0)
+}
+
+fn stderr_of(events: &[Value]) -> String {
+    use base64::Engine;
+    let mut out = Vec::new();
+    for e in events {
+        if let Some(s) = e.pointer("/event/data/stderr").and_then(Value::as_str) {
+            out.extend(base64::engine::general_purpose::STANDARD.decode(s).unwrap());
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn the_server_environment_is_out_of_reach() {
+    assert!(std::env::var(HOST_ONLY_VAR).is_ok(), "the canary is set");
+    let h = start().await;
+    let sbx = h.create_default().await;
+    for path in [
+        "/proc/self/environ",
+        "/proc/1/environ",
+        "/proc/thread-self/environ",
+    ] {
+        let (status, body) = download(&h, &sbx, path).await;
+        assert!(!body.contains(HOST_ONLY_VAR), "{path}: {status} {body}");
+    }
+    let (status, _) = download(&h, &sbx, "/proc/self/environ").await;
+    assert_ne!(
+        status, 200,
+        "the server is not in the sandbox's pid namespace"
+    );
+    let (events, _) = run(&h, &sbx, "cat /proc/*/environ | tr '\\0' '\\n'").await;
+    let seen = stdout_of(&events);
+    assert!(!seen.contains(HOST_ONLY_VAR), "{seen}");
+    assert!(
+        seen.contains("PATH="),
+        "the sandbox's own environments: {seen}"
+    );
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn host_files_are_not_there() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let project_file = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    assert!(std::path::Path::new(project_file).exists());
+    // By path, through the files API and from a command.
+    for path in [
+        project_file,
+        "/etc/shadow",
+        "/root/.bashrc",
+        "/etc/hostname",
+    ] {
+        let (status, body) = download(&h, &sbx, path).await;
+        if path == "/etc/hostname" {
+            assert_eq!((status, body.as_str()), (200, "e2b\n"), "the sandbox's own");
+        } else {
+            assert_eq!(status, 404, "{path}: {body}");
+        }
+    }
+    let (events, _) = run(&h, &sbx, &format!("cat {project_file} /etc/shadow")).await;
+    assert_eq!(stdout_of(&events), "");
+    assert_ne!(exit_code(&events), 0);
+    // Through symlinks the sandbox makes (absolute, relative, via /proc).
+    let (events, _) = run(
+        &h,
+        &sbx,
+        &format!(
+            "ln -s {project_file} /home/user/abs; ln -s ../../../../../../{project_file} /home/user/rel; \
+             ln -s /proc/1/root/etc/shadow /home/user/viaproc; ln -s /proc/self/cwd /home/user/cwd; echo ok"
+        ),
+    )
+    .await;
+    assert_eq!(stdout_of(&events), "ok\n");
+    for link in ["abs", "rel", "viaproc"] {
+        let (status, body) = download(&h, &sbx, &format!("/home/user/{link}")).await;
+        assert_eq!(status, 404, "{link}: {body}");
+    }
+    // Listing the host's private directories shows nothing of the host.
+    for dir in ["/root", "/home"] {
+        let (status, v) = h
+            .unary(
+                &sbx,
+                "/filesystem.Filesystem/ListDir",
+                json!({"path": dir, "depth": 1}),
+            )
+            .await;
+        assert_eq!(status, 200, "{v}");
+        let names: Vec<&str> = v["entries"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|e| e["name"].as_str()).collect())
+            .unwrap_or_default();
+        let expected: &[&str] = if dir == "/home" { &["user"] } else { &[] };
+        assert_eq!(names, expected, "{dir}");
+    }
+    let parent = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap();
+    let (status, v) = h
+        .unary(
+            &sbx,
+            "/filesystem.Filesystem/ListDir",
+            json!({"path": parent.to_str().unwrap()}),
+        )
+        .await;
+    assert_eq!(status, 404, "{v}");
+    let (events, _) = run(&h, &sbx, "ls -A /").await;
+    let allowed = [
+        "bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "proc", "root", "sbin",
+        "tmp", "usr", "var",
+    ];
+    let listing = stdout_of(&events);
+    for name in listing.lines() {
+        assert!(
+            allowed.contains(&name),
+            "{name} in the sandbox's root: {listing}"
+        );
+    }
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn device_files_and_fifos_are_refused_without_hanging() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let (events, _) = run(&h, &sbx, "mkfifo /tmp/fifo && echo ok").await;
+    assert_eq!(stdout_of(&events), "ok\n");
+    for path in [
+        "/dev/zero",
+        "/dev/urandom",
+        "/tmp/fifo",
+        "/proc/kcore",
+        "/proc/sys/kernel/hostname",
+    ] {
+        let (status, body) =
+            tokio::time::timeout(std::time::Duration::from_secs(5), download(&h, &sbx, path))
+                .await
+                .unwrap_or_else(|_| panic!("{path} hung"));
+        assert!(
+            matches!(status, 400 | 403 | 404),
+            "{path}: {status} {}",
+            &body[..body.len().min(200)]
+        );
+    }
+    // Writing through the API into /proc or /dev changes nothing of the host.
+    let resp = h
+        .sandbox(
+            &sbx,
+            49983,
+            Method::POST,
+            "/files?path=%2Fproc%2Fsys%2Fkernel%2Fhostname",
+        )
+        .header("content-type", "application/octet-stream")
+        .body("pwned")
+        .send()
+        .await
+        .unwrap();
+    assert!(!resp.status().is_success());
+    assert_ne!(
+        std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(),
+        "pwned"
+    );
+    // The server goes on serving.
+    let (events, _) = run(&h, &sbx, "echo still").await;
+    assert_eq!(stdout_of(&events), "still\n");
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn host_loopback_and_sockets_are_unreachable() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host_port = listener.local_addr().unwrap().port();
+    let api_port = h.server.addr().port();
+    let socket_dir = tempfile::tempdir().unwrap();
+    let socket_path = socket_dir.path().join("root-only.sock");
+    let _unix = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    // 10.0.2.2 is slirp4netns' virtual gateway, answered inside
+    // slirp4netns itself (its host-loopback mapping is disabled).
+    let script = format!(
+        "import socket\n\
+         for host, port in [('127.0.0.1', {host_port}), ('127.0.0.1', {api_port}), ('10.0.2.2', {host_port}), ('10.0.2.2', {api_port})]:\n\
+         \x20   s = socket.socket(); s.settimeout(3)\n\
+         \x20   try:\n\
+         \x20       s.connect((host, port)); print('CONNECTED', host, port)\n\
+         \x20   except OSError as e:\n\
+         \x20       print('refused', host, port)\n\
+         u = socket.socket(socket.AF_UNIX)\n\
+         try:\n\
+         \x20   u.connect({path:?}); print('CONNECTED unix')\n\
+         except OSError as e:\n\
+         \x20   print('refused unix')\n",
+        path = socket_path.to_str().unwrap()
+    );
+    let (events, _) = run(
+        &h,
+        &sbx,
+        &format!("python3 -c \"$(cat <<'EOF'\n{script}EOF\n)\""),
+    )
+    .await;
+    let out = stdout_of(&events);
+    assert!(!out.contains("CONNECTED"), "{out}{}", stderr_of(&events));
+    assert_eq!(out.lines().count(), 5, "{out}{}", stderr_of(&events));
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn nothing_inside_is_host_root() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let (events, _) = run(&h, &sbx, "whoami; id -u; cat /proc/self/uid_map").await;
+    let out = stdout_of(&events);
+    let mut lines = out.lines();
+    assert_eq!(lines.next(), Some("user"));
+    assert_eq!(lines.next(), Some("1000"));
+    // Every uid inside maps to a host uid other than root.
+    for line in lines {
+        let fields: Vec<u64> = line
+            .split_whitespace()
+            .map(|f| f.parse().unwrap())
+            .collect();
+        assert_ne!(fields[1], 0, "uid {} inside is host root: {out}", fields[0]);
+    }
+    // E2B's `user: "root"` is root inside the sandbox only.
+    let basic = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode("root:")
+    };
+    let (events, _) = h
+        .stream(
+            &sbx,
+            "/process.Process/Start",
+            json!({"process": {"cmd": "/bin/sh", "args": ["-c", "id -u; touch /etc/x 2>&1 | head -c 0; cat /proc/self/uid_map"]}, "stdin": false}),
+            &[("authorization", format!("Basic {basic}").as_str())],
+        )
+        .await;
+    let out = stdout_of(&events);
+    let (first, map) = out.split_once('\n').unwrap_or((&out, ""));
+    if rustix::process::getuid().is_root() {
+        assert_eq!(first, "0", "{out}");
+        assert!(
+            !map.trim().starts_with("0 0 "),
+            "root inside is not host root: {map}"
+        );
+    }
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn processes_memory_and_disk_are_bounded() {
+    if !rustix::process::getuid().is_root() {
+        // An ordinary user's server has no cgroup or disk image to give.
+        return;
+    }
+    let h = start().await;
+    let sbx = h.create_default().await;
+    // A fork bomb, bounded in the test: 3,000 forks against a cap of 1,024.
+    let script = "import os, time\n\
+                  pids, fails = [], 0\n\
+                  for i in range(3000):\n\
+                  \x20   try:\n\
+                  \x20       pid = os.fork()\n\
+                  \x20   except OSError:\n\
+                  \x20       fails += 1\n\
+                  \x20       continue\n\
+                  \x20   if pid == 0:\n\
+                  \x20       time.sleep(60)\n\
+                  \x20       os._exit(0)\n\
+                  \x20   pids.append(pid)\n\
+                  for p in pids:\n\
+                  \x20   os.kill(p, 9)\n\
+                  \x20   os.waitpid(p, 0)\n\
+                  print(len(pids), fails)\n";
+    let (events, _) = run(&h, &sbx, &format!("python3 -c '{script}'")).await;
+    let out = stdout_of(&events);
+    let counts: Vec<u32> = out
+        .split_whitespace()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    assert!(
+        matches!(counts[..], [started, failed] if started < 1024 && failed > 1900),
+        "forks beyond the cap must fail: {out}{}",
+        stderr_of(&events)
+    );
+    // More memory than the limit (512 MiB): the hog dies, the sandbox lives.
+    let (events, _) = run(
+        &h,
+        &sbx,
+        "python3 -c 'x = bytearray(800 << 20); print(len(x))'",
+    )
+    .await;
+    assert_ne!(exit_code(&events), 0, "{}", stdout_of(&events));
+    assert_eq!(stdout_of(&events), "");
+    // Filling the disk (1 GiB): a clean ENOSPC inside.
+    let (events, _) = run(
+        &h,
+        &sbx,
+        "dd if=/dev/zero of=/tmp/fill bs=1M count=1500 2>&1 | tail -c 300; rm -f /tmp/fill",
+    )
+    .await;
+    assert!(
+        stdout_of(&events).contains("No space left on device"),
+        "{}",
+        stdout_of(&events)
+    );
+    // And the host and the server carry on.
+    let (events, _) = run(&h, &sbx, "echo fine").await;
+    assert_eq!(stdout_of(&events), "fine\n");
+    let other = h.create_default().await;
+    let (events, _) = run(&h, &other, "echo other").await;
+    assert_eq!(stdout_of(&events), "other\n");
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn finer_network_rules_are_refused_not_ignored() {
+    let h = start().await;
+    let resp = h
+        .api(Method::POST, "/v2/sandboxes")
+        .json(&json!({"templateID": "base", "network": {"allowOut": ["1.1.1.1"], "denyOut": ["0.0.0.0/0"]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    assert!(resp.text().await.unwrap().contains("not supported"));
+    let sbx = h
+        .create(json!({"templateID": "base", "allow_internet_access": false}))
+        .await;
+    let (events, _) = run(&h, &sbx, "ip -br link | cut -d' ' -f1 | tr '\\n' ' '").await;
+    assert_eq!(stdout_of(&events), "lo ", "no interface but loopback");
+    h.server.shutdown().await;
+}
