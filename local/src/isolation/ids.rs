@@ -90,13 +90,37 @@ impl HostIds {
         }
     }
 
-    /// The `uid_map`/`gid_map` line the server writes (blocks only).
-    pub fn map_line(self) -> Option<String> {
+    /// The user namespace's maps, which the server writes while bubblewrap
+    /// waits: the whole block, or only `user` (an unprivileged process may
+    /// map just its own ids, and only once `setgroups` is denied).
+    pub fn maps(self) -> UserNsMaps {
         match self {
-            HostIds::Block { base } => Some(format!("0 {base} {SUBID_COUNT}\n")),
-            HostIds::Own { .. } => None,
+            HostIds::Block { base } => {
+                let line = format!("0 {base} {SUBID_COUNT}\n");
+                UserNsMaps {
+                    uid_map: line.clone(),
+                    gid_map: line,
+                    deny_setgroups: false,
+                }
+            }
+            HostIds::Own { uid, gid } => UserNsMaps {
+                uid_map: format!("{USER_ID} {uid} 1\n"),
+                gid_map: format!("{USER_ID} {gid} 1\n"),
+                deny_setgroups: true,
+            },
         }
     }
+}
+
+/// What goes into `/proc/<pid>/{uid_map,setgroups,gid_map}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserNsMaps {
+    /// `uid_map`.
+    pub uid_map: String,
+    /// `gid_map`.
+    pub gid_map: String,
+    /// Whether `setgroups` must be denied first.
+    pub deny_setgroups: bool,
 }
 
 /// Hands out id blocks to live sandboxes. One per process ([`IdBlocks::global`]),
@@ -150,7 +174,8 @@ mod tests {
         let ids = HostIds::Block { base: a };
         assert_eq!(ids.host(SandboxUser::Root), Some((a, a)));
         assert_eq!(ids.host(SandboxUser::User), Some((a + 1000, a + 1000)));
-        assert_eq!(ids.map_line().unwrap(), format!("0 {a} 65536\n"));
+        assert_eq!(ids.maps().uid_map, format!("0 {a} 65536\n"));
+        assert!(!ids.maps().deny_setgroups);
         blocks.give_back(a);
     }
 
@@ -159,6 +184,12 @@ mod tests {
         let ids = HostIds::Own { uid: 1234, gid: 99 };
         assert_eq!(ids.host(SandboxUser::User), Some((1234, 99)));
         assert_eq!(ids.host(SandboxUser::Root), None);
+        let maps = ids.maps();
+        assert_eq!(
+            (maps.uid_map.as_str(), maps.gid_map.as_str()),
+            ("1000 1234 1\n", "1000 99 1\n")
+        );
+        assert!(maps.deny_setgroups);
         assert_eq!(SandboxUser::from_name("nobody"), None);
     }
 }

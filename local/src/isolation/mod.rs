@@ -506,14 +506,9 @@ impl SandboxRunner {
             chain.push(format!("--fsize={}", u64::from(iso.limits.disk_mb) << 20).into());
             chain.push("--".into());
         }
-        let id = who.inside_id().to_string();
         chain.push(iso.nsenter.clone().into());
-        chain.extend(["-t".into(), target.to_string().into()]);
-        for a in [
-            "-U", "-m", "-p", "-i", "-n", "-u", "-r", "-w", "-S", &id, "-G", &id, "--",
-        ] {
-            chain.push(a.into());
-        }
+        chain.extend(self.join_args(target, who));
+        chain.push("--".into());
         chain.extend([iso.env.clone().into(), "-C".into(), cwd.into(), "--".into()]);
         chain.push(program.into());
         chain.extend(args.iter().map(Into::into));
@@ -530,6 +525,24 @@ impl SandboxRunner {
         // group holds both for signals.
         cmd.process_group(0);
         cmd
+    }
+
+    /// nsenter's arguments joining every namespace of `target` as `who`. An
+    /// unprivileged server's sandbox maps only `user` (its own uid), which
+    /// joining keeps; otherwise nsenter switches to `who`'s ids inside.
+    fn join_args(&self, target: u32, who: SandboxUser) -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = vec!["-t".into(), target.to_string().into()];
+        for ns in ["-U", "-m", "-p", "-i", "-n", "-u", "-r", "-w"] {
+            args.push(ns.into());
+        }
+        match self.ids {
+            HostIds::Block { .. } => {
+                let id = who.inside_id().to_string();
+                args.extend(["-S".into(), id.clone().into(), "-G".into(), id.into()]);
+            }
+            HostIds::Own { .. } => args.push("--preserve-credentials".into()),
+        }
+        args
     }
 
     /// The pid that a process [`Self::command`] started has inside the
@@ -588,12 +601,23 @@ impl SandboxRunner {
                 let target = self
                     .anchor_target(iso)
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
-                let netns = PathBuf::from(format!("/proc/{target}/ns/net"));
-                tokio::task::spawn_blocking(move || {
-                    network::connect_in(&netns, port, CONNECT_TIMEOUT)
-                })
-                .await
-                .map_err(std::io::Error::other)??
+                if iso.privileged {
+                    let netns = PathBuf::from(format!("/proc/{target}/ns/net"));
+                    tokio::task::spawn_blocking(move || {
+                        network::connect_in(&netns, port, CONNECT_TIMEOUT)
+                    })
+                    .await
+                    .map_err(std::io::Error::other)??
+                } else {
+                    let mut join = std::process::Command::new(&iso.nsenter);
+                    join.args(self.join_args(target, SandboxUser::User))
+                        .arg("--");
+                    tokio::task::spawn_blocking(move || {
+                        network::connect_through(join, port, CONNECT_TIMEOUT)
+                    })
+                    .await
+                    .map_err(std::io::Error::other)??
+                }
             }
             Launcher::Unisolated => {
                 return tokio::net::TcpStream::connect(("127.0.0.1", port)).await;
@@ -623,14 +647,11 @@ impl SandboxRunner {
 
     fn start_anchor(&self, iso: &Isolated) -> Result<Anchor, String> {
         let mut cmd = std::process::Command::new(&iso.bwrap);
-        // bwrap tells the pid of the sandbox's init on stdout; with an id
-        // block it then waits on stdin until the server has written the
-        // user namespace's maps (an unprivileged bwrap maps `user` itself).
-        cmd.args(["--unshare-user", "--info-fd", "1"]);
-        let block = self.ids.map_line();
-        if block.is_some() {
-            cmd.args(["--userns-block-fd", "0"]);
-        }
+        // bwrap tells the pid of the sandbox's init on stdout, then waits
+        // on stdin until the server has written the user namespace's maps.
+        // (Left to itself, an unprivileged bwrap nests a second user
+        // namespace for --uid, which nsenter then cannot join.)
+        cmd.args(["--unshare-user", "--info-fd", "1", "--userns-block-fd", "0"]);
         cmd.args(["--uid", "1000", "--gid", "1000"]);
         iso.rootfs.add_bwrap_args(&mut cmd, &self.paths);
         cmd.args([
@@ -659,12 +680,16 @@ impl SandboxRunner {
             slirp: None,
         };
         let init = read_child_pid(&mut anchor.bwrap)?;
-        if let Some(line) = block {
-            for map in ["uid_map", "gid_map"] {
-                std::fs::write(format!("/proc/{init}/{map}"), &line)
-                    .map_err(|e| format!("writing the sandbox's {map}: {e}"))?;
-            }
+        let maps = self.ids.maps();
+        let write = |file: &str, content: &str| {
+            std::fs::write(format!("/proc/{init}/{file}"), content)
+                .map_err(|e| format!("writing the sandbox's {file}: {e}"))
+        };
+        write("uid_map", &maps.uid_map)?;
+        if maps.deny_setgroups {
+            write("setgroups", "deny\n")?;
         }
+        write("gid_map", &maps.gid_map)?;
         if let Ok(held) = self.held.lock() {
             if let Some(cgroup) = held.as_ref().and_then(|h| h.cgroup.as_ref()) {
                 cgroup

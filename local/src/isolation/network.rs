@@ -126,3 +126,62 @@ pub fn connect_in(
         .unwrap_or_else(|_| Err(std::io::Error::other("connect thread panicked")))
     })
 }
+
+/// What the helper of [`connect_through`] runs: connect, hand the socket
+/// over on stdin (a UNIX socket) with `SCM_RIGHTS`, exit.
+const HAND_OVER_SCRIPT: &str = "import socket, sys\n\
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)\n\
+socket.send_fds(socket.socket(fileno=0), [b'1'], [s.fileno()])\n";
+
+/// Connects to `127.0.0.1:port` inside a sandbox's network namespace
+/// without privileges: `join` (nsenter joining every namespace of the
+/// sandbox, so the helper has exactly a sandbox process's powers) runs
+/// the sandbox's `python3`, which connects and passes the socket back.
+/// What comes back is checked: a TCP socket connected to that port.
+pub fn connect_through(
+    mut join: Command,
+    port: u16,
+    timeout: Duration,
+) -> std::io::Result<std::net::TcpStream> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+    ours.set_read_timeout(Some(timeout))?;
+    join.args(["python3", "-c", HAND_OVER_SCRIPT, &port.to_string()])
+        .env_clear()
+        .env("PATH", super::SANDBOX_PATH)
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = join.spawn()?;
+    drop(join);
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut cmsgs = RecvAncillaryBuffer::new(&mut space);
+    let mut byte = [0u8; 1];
+    let received = rustix::net::recvmsg(
+        &ours,
+        &mut [std::io::IoSliceMut::new(&mut byte)],
+        &mut cmsgs,
+        RecvFlags::CMSG_CLOEXEC,
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    received?;
+    let fd = cmsgs
+        .drain()
+        .find_map(|m| match m {
+            RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "port not open")
+        })?;
+    // The helper runs among the sandbox's processes: trust nothing it sends.
+    let stream = std::net::TcpStream::from(fd);
+    let peer = stream.peer_addr()?;
+    if peer != std::net::SocketAddr::from(([127, 0, 0, 1], port)) {
+        return Err(std::io::Error::other(format!(
+            "the helper connected to {peer}"
+        )));
+    }
+    Ok(stream)
+}
