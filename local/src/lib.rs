@@ -209,6 +209,13 @@ impl LocalServer {
         let app = dispatch::app(registry.clone(), faults.clone(), opts.api_key.clone());
         let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
         let serve_task = tokio::spawn(async move {
+            // Streamed answers (a command's events) go out in small writes;
+            // with Nagle each waited for the client's delayed ACK (40 ms).
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!("TCP_NODELAY: {e}");
+                }
+            });
             let result = axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
                     let _ = shutdown_rx.await;
