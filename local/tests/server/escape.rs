@@ -76,8 +76,23 @@ async fn the_server_environment_is_out_of_reach() {
 async fn host_files_are_not_there() {
     let h = start().await;
     let sbx = h.create_default().await;
+    // A host file the server can read, outside /tmp (the sandbox has a
+    // /tmp of its own): the project's, or, where the server cannot read
+    // it (run as another user), one the test makes in the working directory.
     let project_file = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-    assert!(std::path::Path::new(project_file).exists());
+    let host_dir = tempfile::Builder::new()
+        .prefix("e2b-escape-")
+        .tempdir_in(std::env::current_dir().unwrap())
+        .unwrap();
+    let project_file = if std::fs::read(project_file).is_ok() {
+        project_file.to_string()
+    } else {
+        let own = host_dir.path().join("host-secret.txt");
+        std::fs::write(&own, "host secret").unwrap();
+        own.display().to_string()
+    };
+    let project_file = project_file.as_str();
+    assert!(!project_file.starts_with("/tmp/"), "{project_file}");
     // By path, through the files API and from a command.
     for path in [
         project_file,
@@ -127,9 +142,7 @@ async fn host_files_are_not_there() {
         let expected: &[&str] = if dir == "/home" { &["user"] } else { &[] };
         assert_eq!(names, expected, "{dir}");
     }
-    let parent = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap();
+    let parent = std::path::Path::new(project_file).parent().unwrap();
     let (status, v) = h
         .unary(
             &sbx,
@@ -363,5 +376,45 @@ async fn finer_network_rules_are_refused_not_ignored() {
         .await;
     let (events, _) = run(&h, &sbx, "ip -br link | cut -d' ' -f1 | tr '\\n' ' '").await;
     assert_eq!(stdout_of(&events), "lo ", "no interface but loopback");
+    h.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn sandbox_ports_are_reached_inside_its_namespace_only() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    // A port that is free on the host (bound and let go).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    run(
+        &h,
+        &sbx,
+        &format!("echo inside > /tmp/page.txt; cd /tmp && nohup python3 -m http.server {port} --bind 127.0.0.1 >/dev/null 2>&1 &"),
+    )
+    .await;
+    let mut body = String::new();
+    for _ in 0..100 {
+        let resp = h
+            .sandbox(&sbx, port, Method::GET, "/page.txt")
+            .send()
+            .await
+            .unwrap();
+        if resp.status() == 200 {
+            body = resp.text().await.unwrap();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        body, "inside\n",
+        "the sandbox plane reaches the sandbox's own loopback"
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the server listens on the sandbox's loopback, not the host's"
+    );
     h.server.shutdown().await;
 }
