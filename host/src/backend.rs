@@ -27,7 +27,8 @@ pub fn default_backend(env: &BTreeMap<String, String>) -> (BackendKind, Option<&
             BackendKind::Local,
             Some(
                 "e2b-tools: E2B_API_KEY is not set; using the local backend \
-                 (sandboxes run on this machine). Set E2B_API_KEY or pass --backend e2b for E2B.",
+                 (sandboxes run isolated on this machine: for development, not for untrusted \
+                 production work). Set E2B_API_KEY or pass --backend e2b for E2B.",
             ),
         )
     }

@@ -242,6 +242,7 @@ async fn local_serve(global: &GlobalArgs, port: u16) -> Result<u8, Failure> {
             "e2b-tools: local server listening on {}; Ctrl-C stops it",
             server.url()
         );
+        eprintln!("e2b-tools: {}", server.isolation());
     })
     .await
     .map_err(Failure::host)?;
