@@ -74,6 +74,9 @@ impl Enforcement {
                 .iter()
                 .all(|d| std::fs::create_dir_all(d).is_ok());
             if made {
+                for d in [&memory, &pids, &cpu] {
+                    remove_empty_children(d);
+                }
                 return Enforcement::CgroupV1 { memory, pids, cpu };
             }
         }
@@ -88,6 +91,7 @@ impl Enforcement {
                 && std::fs::write(parent.join("cgroup.subtree_control"), "+memory +pids +cpu")
                     .is_ok();
             if ok {
+                remove_empty_children(&parent);
                 return Enforcement::CgroupV2 { parent };
             }
         }
@@ -150,6 +154,19 @@ impl Enforcement {
 
 /// CFS period: 100 ms, the kernel's default.
 const CPU_PERIOD_US: u64 = 100_000;
+
+/// Removes the groups a server that was killed left behind: the kernel
+/// removes only empty ones, so a live server's sandboxes keep theirs.
+fn remove_empty_children(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
 
 /// Whether `dir` is a cgroup directory this process may create groups in.
 fn is_writable_cgroup(dir: &Path) -> bool {

@@ -13,8 +13,15 @@ use crate::common::{start, Harness};
 
 async fn run_scenario(h: &Harness, python: &str) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/scenario.py");
+    run_python(h, python, script, &[], "conformance scenario passed").await;
+}
+
+/// Runs `script args` with the official SDK pointed at `h`; it must exit 0,
+/// print `passed`, and leave no sandbox alive.
+pub async fn run_python(h: &Harness, python: &str, script: &str, args: &[String], passed: &str) {
     let child = tokio::process::Command::new(python)
         .arg(script)
+        .args(args)
         .env("E2B_API_URL", h.server.url())
         .env("E2B_SANDBOX_URL", h.server.url())
         .env("E2B_API_KEY", h.server.api_key())
@@ -36,7 +43,7 @@ async fn run_scenario(h: &Harness, python: &str) {
         "scenario failed with {python} ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
         out.status
     );
-    assert!(stdout.contains("conformance scenario passed"), "{stdout}");
+    assert!(stdout.contains(passed), "{stdout}");
     assert_eq!(h.server.stats().live_sandboxes, 0);
 }
 

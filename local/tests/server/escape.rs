@@ -418,3 +418,23 @@ async fn sandbox_ports_are_reached_inside_its_namespace_only() {
     );
     h.server.shutdown().await;
 }
+
+/// The same attempts through the official Python SDK (`E2B_TOOLS_PYTHON`;
+/// skipped without it, as in the run as an ordinary user).
+#[tokio::test]
+async fn official_sdk_escape_attempts_fail() {
+    let Ok(python) = std::env::var("E2B_TOOLS_PYTHON") else {
+        return;
+    };
+    let h = start().await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let args = [
+        HOST_ONLY_VAR.to_string(),
+        concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml").to_string(),
+        listener.local_addr().unwrap().port().to_string(),
+        h.server.addr().port().to_string(),
+    ];
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/escape.py");
+    crate::conformance::run_python(&h, &python, script, &args, "escape scenario passed").await;
+    h.server.shutdown().await;
+}
