@@ -159,7 +159,8 @@ pub async fn download(
     // and back; big files stream from the pool.
     let body = if opened.size <= INLINE_IO_LIMIT {
         let mut buf = Vec::with_capacity(usize::try_from(opened.size).unwrap_or(0));
-        match (&opened.file).read_to_end(&mut buf) {
+        // At most the size it had when opened: the sandbox may be appending.
+        match (&opened.file).take(opened.size).read_to_end(&mut buf) {
             Ok(_) => Body::from(buf),
             Err(e) => {
                 let e = FsError::from_io(e, Op::Read, &clean);
@@ -167,7 +168,8 @@ pub async fn download(
             }
         }
     } else {
-        let file = tokio::fs::File::from_std(opened.file);
+        use tokio::io::AsyncReadExt;
+        let file = tokio::fs::File::from_std(opened.file).take(opened.size);
         Body::from_stream(tokio_util::io::ReaderStream::new(file))
     };
     let name = clean.rsplit('/').next().unwrap_or("file").replace('"', "");

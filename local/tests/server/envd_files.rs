@@ -205,3 +205,47 @@ async fn gzip_octet_stream_upload() {
     assert_eq!(resp.status(), 400);
     h.server.shutdown().await;
 }
+
+/// This process's resident memory in KiB (the server runs in it).
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_file_larger_than_memory_limits_streams_without_the_server_growing() {
+    use futures_util::StreamExt;
+    const SIZE: u64 = 1 << 30;
+    let h = start().await;
+    let sbx = h.create_default().await;
+    // Sparse: 1 GiB of zeros (twice the memory limit) that take no disk.
+    let (events, _) = run(&h, &sbx, &format!("truncate -s {SIZE} /tmp/big && echo ok")).await;
+    assert_eq!(stdout_of(&events), "ok\n");
+    let before = rss_kib();
+    let resp = h
+        .sandbox(&sbx, 49983, Method::GET, "/files?path=%2Ftmp%2Fbig")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut body = resp.bytes_stream();
+    let (mut seen, mut peak) = (0u64, before);
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.unwrap();
+        if seen / (64 << 20) != (seen + chunk.len() as u64) / (64 << 20) {
+            peak = peak.max(rss_kib());
+        }
+        seen += chunk.len() as u64;
+    }
+    assert_eq!(seen, SIZE);
+    assert!(
+        peak - before < 64 << 10,
+        "memory grew by {} KiB while streaming 1 GiB",
+        peak - before
+    );
+    h.server.shutdown().await;
+}
