@@ -349,9 +349,7 @@ impl ProcessTable {
                 // The runtime may be going away with the supervisors: kill
                 // directly too (the child is not reaped while unfinished).
                 if !p.finished() {
-                    if let Ok(pid) = i32::try_from(p.host_pid) {
-                        kill(-pid, libc::SIGKILL);
-                    }
+                    crate::isolation::signal_group(p.host_pid, libc::SIGKILL);
                 }
             }
         }
@@ -362,16 +360,8 @@ impl ProcessTable {
 /// [`crate::isolation`]). Only called while the child is not yet reaped, so
 /// the pid cannot have been reused.
 fn send_signal(child: &Child, sig: i32) {
-    let Some(pid) = child.id() else { return };
-    let Ok(pid) = i32::try_from(pid) else { return };
-    kill(-pid, sig);
-}
-
-#[allow(unsafe_code)]
-fn kill(target: i32, sig: i32) {
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    unsafe {
-        libc::kill(target, sig);
+    if let Some(pid) = child.id() {
+        crate::isolation::signal_group(pid, sig);
     }
 }
 

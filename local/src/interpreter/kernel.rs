@@ -171,18 +171,9 @@ impl KernelProcess {
         }
     }
 
-    #[allow(unsafe_code)]
     fn signal_group(&self, signal: libc::c_int) {
-        if let Some(pid) = self
-            .child
-            .id()
-            .and_then(|pid| libc::pid_t::try_from(pid).ok())
-        {
-            // SAFETY: kill(2) with a negative pid only sends a signal to the
-            // process group this kernel was started in; no memory is shared.
-            unsafe {
-                libc::kill(-pid, signal);
-            }
+        if let Some(pid) = self.child.id() {
+            crate::isolation::signal_group(pid, signal);
         }
     }
 
