@@ -289,6 +289,27 @@ async fn nothing_inside_is_host_root() {
             !map.trim().starts_with("0 0 "),
             "root inside is not host root: {map}"
         );
+        // The files API's `username=root` writes as root inside, `user` as user.
+        for (user, expected) in [("root", "root"), ("user", "user")] {
+            let resp = h
+                .sandbox(
+                    &sbx,
+                    49983,
+                    Method::POST,
+                    &format!("/files?path=%2Ftmp%2Fby-{user}&username={user}"),
+                )
+                .header("content-type", "application/octet-stream")
+                .body("x")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 200);
+            let (events, _) = run(&h, &sbx, &format!("stat -c %U:%G /tmp/by-{user}")).await;
+            assert_eq!(stdout_of(&events), format!("{expected}:{expected}\n"));
+        }
+    } else {
+        // No root exists in an ordinary user's sandbox: a root command is refused.
+        assert_eq!(out, "", "a root command ran");
     }
     h.server.shutdown().await;
 }
