@@ -7,14 +7,60 @@ use serde_json::{Map, Value};
 
 use crate::errors::ToolError;
 
+/// A tool, by the name models call it with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolName {
+    /// `run_code`.
+    RunCode,
+    /// `run_command`.
+    RunCommand,
+    /// `write_file`.
+    WriteFile,
+    /// `read_file`.
+    ReadFile,
+    /// `list_files`.
+    ListFiles,
+    /// `start_background_command`.
+    StartBackgroundCommand,
+}
+
+impl ToolName {
+    /// Every tool, in e2b-adk's order.
+    pub const ALL: [ToolName; 6] = [
+        ToolName::RunCode,
+        ToolName::RunCommand,
+        ToolName::WriteFile,
+        ToolName::ReadFile,
+        ToolName::ListFiles,
+        ToolName::StartBackgroundCommand,
+    ];
+
+    /// The name as models see it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ToolName::RunCode => "run_code",
+            ToolName::RunCommand => "run_command",
+            ToolName::WriteFile => "write_file",
+            ToolName::ReadFile => "read_file",
+            ToolName::ListFiles => "list_files",
+            ToolName::StartBackgroundCommand => "start_background_command",
+        }
+    }
+
+    /// The tool called `name`, `None` for any other name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+}
+
 /// The tools' names, in e2b-adk's order.
 pub const TOOL_NAMES: [&str; 6] = [
-    "run_code",
-    "run_command",
-    "write_file",
-    "read_file",
-    "list_files",
-    "start_background_command",
+    ToolName::RunCode.as_str(),
+    ToolName::RunCommand.as_str(),
+    ToolName::WriteFile.as_str(),
+    ToolName::ReadFile.as_str(),
+    ToolName::ListFiles.as_str(),
+    ToolName::StartBackgroundCommand.as_str(),
 ];
 
 /// The message e2b-adk gives a bad port.
@@ -194,12 +240,12 @@ pub fn normalize_language(language: Option<&str>) -> String {
 
 /// Parses `call-tool`'s arguments for tool `name`.
 pub fn parse_call(name: &str, arguments_json: &str) -> Result<ToolCall, ToolError> {
-    if !TOOL_NAMES.contains(&name) {
+    let Some(tool) = ToolName::parse(name) else {
         return Err(ToolError::invalid(format!(
             "Unknown tool: {name}. Available tools: {}",
             TOOL_NAMES.join(", ")
         )));
-    }
+    };
     let trimmed = arguments_json.trim();
     let value: Value = if trimmed.is_empty() {
         Value::Object(Map::new())
@@ -217,12 +263,12 @@ pub fn parse_call(name: &str, arguments_json: &str) -> Result<ToolCall, ToolErro
             ))
         }
     };
-    parse_args(name, &args)
+    parse_args(tool, &args)
 }
 
-fn parse_args(name: &str, args: &Map<String, Value>) -> Result<ToolCall, ToolError> {
-    match name {
-        "run_code" => {
+fn parse_args(tool: ToolName, args: &Map<String, Value>) -> Result<ToolCall, ToolError> {
+    match tool {
+        ToolName::RunCode => {
             let code = require_str(args, "code", false)?;
             let language = match args.get("language") {
                 Some(Value::String(s)) => normalize_language(Some(s)),
@@ -235,7 +281,7 @@ fn parse_args(name: &str, args: &Map<String, Value>) -> Result<ToolCall, ToolErr
                 timeout_ms: timeout_ms(args)?,
             }))
         }
-        "run_command" => {
+        ToolName::RunCommand => {
             let command = require_str(args, "command", false)?;
             let echo = |e: ToolError| e.with_command(command.clone());
             Ok(ToolCall::RunCommand(RunCommandArgs {
@@ -245,16 +291,16 @@ fn parse_args(name: &str, args: &Map<String, Value>) -> Result<ToolCall, ToolErr
                 command,
             }))
         }
-        "write_file" => {
+        ToolName::WriteFile => {
             let path = require_str(args, "path", false)?;
             let content =
                 require_str(args, "content", true).map_err(|e| e.with_path(path.clone()))?;
             Ok(ToolCall::WriteFile { path, content })
         }
-        "read_file" => Ok(ToolCall::ReadFile {
+        ToolName::ReadFile => Ok(ToolCall::ReadFile {
             path: require_str(args, "path", false)?,
         }),
-        "list_files" => {
+        ToolName::ListFiles => {
             let path = match args.get("path") {
                 Some(v) if truthy(v) => match v {
                     Value::String(s) => s.clone(),
@@ -269,7 +315,7 @@ fn parse_args(name: &str, args: &Map<String, Value>) -> Result<ToolCall, ToolErr
             };
             Ok(ToolCall::ListFiles { path })
         }
-        _ => {
+        ToolName::StartBackgroundCommand => {
             let command = require_str(args, "command", false)?;
             let echo = |e: ToolError| e.with_command(command.clone());
             Ok(ToolCall::StartBackground(BackgroundArgs {
@@ -287,6 +333,16 @@ fn parse_args(name: &str, args: &Map<String, Value>) -> Result<ToolCall, ToolErr
 mod tests {
     use super::*;
     use crate::errors::ErrorKind;
+
+    #[test]
+    fn every_name_parses_to_its_tool_and_nothing_else_does() {
+        for tool in ToolName::ALL {
+            assert_eq!(ToolName::parse(tool.as_str()), Some(tool));
+        }
+        assert_eq!(ToolName::parse("start_background"), None);
+        let err = parse_call("stop_background_command", r#"{"command": "x"}"#).unwrap_err();
+        assert!(err.message.starts_with("Unknown tool"), "{}", err.message);
+    }
 
     #[test]
     fn required_arguments_use_e2b_adk_messages() {
