@@ -319,15 +319,10 @@ impl Session {
         &self,
         args: &RunCodeArgs,
     ) -> Result<Result<RunCodeOutput, ToolError>, SessionError> {
-        let mut guard = self.lock_alive().await?;
-        let inst = &mut *guard;
-        let started = inst.call_started(self.id, "run_code");
-        let result = inst
-            .bindings
-            .e2b_tools_tools()
-            .call_run_code(&mut inst.store, args)
-            .await;
-        inst.tool_result(self.id, "run_code", started, result).await
+        self.typed_call("run_code", async |tools, store| {
+            tools.call_run_code(store, args).await
+        })
+        .await
     }
 
     /// Runs a shell command and waits for it.
@@ -335,16 +330,10 @@ impl Session {
         &self,
         args: &RunCommandArgs,
     ) -> Result<Result<CommandOutput, ToolError>, SessionError> {
-        let mut guard = self.lock_alive().await?;
-        let inst = &mut *guard;
-        let started = inst.call_started(self.id, "run_command");
-        let result = inst
-            .bindings
-            .e2b_tools_tools()
-            .call_run_command(&mut inst.store, args)
-            .await;
-        inst.tool_result(self.id, "run_command", started, result)
-            .await
+        self.typed_call("run_command", async |tools, store| {
+            tools.call_run_command(store, args).await
+        })
+        .await
     }
 
     /// Writes a text file, creating parent directories.
@@ -353,30 +342,18 @@ impl Session {
         path: &str,
         content: &str,
     ) -> Result<Result<(), ToolError>, SessionError> {
-        let mut guard = self.lock_alive().await?;
-        let inst = &mut *guard;
-        let started = inst.call_started(self.id, "write_file");
-        let result = inst
-            .bindings
-            .e2b_tools_tools()
-            .call_write_file(&mut inst.store, path, content)
-            .await;
-        inst.tool_result(self.id, "write_file", started, result)
-            .await
+        self.typed_call("write_file", async |tools, store| {
+            tools.call_write_file(store, path, content).await
+        })
+        .await
     }
 
     /// Reads a text file.
     pub async fn read_file(&self, path: &str) -> Result<Result<String, ToolError>, SessionError> {
-        let mut guard = self.lock_alive().await?;
-        let inst = &mut *guard;
-        let started = inst.call_started(self.id, "read_file");
-        let result = inst
-            .bindings
-            .e2b_tools_tools()
-            .call_read_file(&mut inst.store, path)
-            .await;
-        inst.tool_result(self.id, "read_file", started, result)
-            .await
+        self.typed_call("read_file", async |tools, store| {
+            tools.call_read_file(store, path).await
+        })
+        .await
     }
 
     /// Lists a directory one level deep (default: the home directory).
@@ -384,16 +361,10 @@ impl Session {
         &self,
         path: Option<&str>,
     ) -> Result<Result<Vec<DirEntry>, ToolError>, SessionError> {
-        let mut guard = self.lock_alive().await?;
-        let inst = &mut *guard;
-        let started = inst.call_started(self.id, "list_files");
-        let result = inst
-            .bindings
-            .e2b_tools_tools()
-            .call_list_files(&mut inst.store, path)
-            .await;
-        inst.tool_result(self.id, "list_files", started, result)
-            .await
+        self.typed_call("list_files", async |tools, store| {
+            tools.call_list_files(store, path).await
+        })
+        .await
     }
 
     /// Starts a long-running command.
@@ -401,16 +372,27 @@ impl Session {
         &self,
         args: &BackgroundArgs,
     ) -> Result<Result<BackgroundProcess, ToolError>, SessionError> {
+        self.typed_call("start_background_command", async |tools, store| {
+            tools.call_start_background_command(store, args).await
+        })
+        .await
+    }
+
+    /// One typed tool call: the instance's lock, the audit trail around
+    /// `call`, and a trap settled into [`SessionError`].
+    async fn typed_call<T>(
+        &self,
+        tool: &'static str,
+        call: impl AsyncFnOnce(
+            &crate::bindings::exports::e2b::tools::tools::Guest,
+            &mut Store<SessionState>,
+        ) -> wasmtime::Result<Result<T, ToolError>>,
+    ) -> Result<Result<T, ToolError>, SessionError> {
         let mut guard = self.lock_alive().await?;
         let inst = &mut *guard;
-        let started = inst.call_started(self.id, "start_background_command");
-        let result = inst
-            .bindings
-            .e2b_tools_tools()
-            .call_start_background_command(&mut inst.store, args)
-            .await;
-        inst.tool_result(self.id, "start_background_command", started, result)
-            .await
+        let started = inst.call_started(self.id, tool);
+        let result = call(inst.bindings.e2b_tools_tools(), &mut inst.store).await;
+        inst.tool_result(self.id, tool, started, result).await
     }
 
     /// Kills the sandbox (or leaves it to pause, with `on-timeout: pause`).
