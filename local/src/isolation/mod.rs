@@ -326,6 +326,9 @@ struct Anchor {
     bwrap: std::process::Child,
     /// Host pid of the `sleep` inside, whose namespaces commands join.
     target: u32,
+    /// Its user namespace (`/proc/<target>/ns/user`'s link), to tell it
+    /// from a process that got its pid after it died.
+    userns: PathBuf,
     /// The sandbox's `/`, opened through the anchor.
     root: Arc<OwnedFd>,
     /// The user-mode network stack, when the sandbox has internet.
@@ -631,7 +634,11 @@ impl SandboxRunner {
     fn anchor_target(&self, iso: &Isolated) -> Result<u32, LaunchError> {
         let mut slot = self.anchor.lock().map_err(|_| poisoned())?;
         if let Some(anchor) = slot.as_mut() {
-            if matches!(anchor.bwrap.try_wait(), Ok(None)) {
+            // The sandbox's own code can kill its anchor; its pid must not
+            // then lead a command into whatever process reuses it.
+            let same = std::fs::read_link(format!("/proc/{}/ns/user", anchor.target))
+                .is_ok_and(|ns| ns == anchor.userns);
+            if same && matches!(anchor.bwrap.try_wait(), Ok(None)) {
                 return Ok(anchor.target);
             }
             slot.take();
@@ -676,6 +683,7 @@ impl SandboxRunner {
         let mut anchor = Anchor {
             bwrap,
             target: 0,
+            userns: PathBuf::new(),
             root: Arc::new(open_dir(Path::new("/")).map_err(|e| e.to_string())?),
             slirp: None,
         };
@@ -706,6 +714,8 @@ impl SandboxRunner {
         while started.elapsed() < ANCHOR_START_TIMEOUT {
             if let Some(target) = first_child(init).filter(|t| running(*t)) {
                 anchor.target = target;
+                anchor.userns = std::fs::read_link(format!("/proc/{target}/ns/user"))
+                    .map_err(|e| format!("reading the sandbox's user namespace: {e}"))?;
                 break;
             }
             if !matches!(anchor.bwrap.try_wait(), Ok(None)) {

@@ -458,3 +458,26 @@ async fn official_sdk_escape_attempts_fail() {
     crate::conformance::run_python(&h, &python, script, &args, "escape scenario passed").await;
     h.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_sandbox_that_kills_its_anchor_stays_a_sandbox() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let (events, _) = run(&h, &sbx, "echo kept > /home/user/k; kill -9 -1; sleep 1").await;
+    let _ = events;
+    // Every process of the sandbox died with its namespaces; the next
+    // command gets fresh ones, never the host's.
+    let (events, _) = run(
+        &h,
+        &sbx,
+        "whoami; cat /home/user/k; ls /root | wc -l; test -e /etc/shadow || echo no-shadow",
+    )
+    .await;
+    assert_eq!(
+        stdout_of(&events),
+        "user\nkept\n0\nno-shadow\n",
+        "{}",
+        stderr_of(&events)
+    );
+    h.server.shutdown().await;
+}
