@@ -3,7 +3,8 @@
 //! `E2B_TOOLS_EMBEDDED_COMPONENT`, so the `e2b-tools` binary embeds it and is
 //! self-contained.
 //!
-//! Precautions (see the toolchain notes):
+//! Precautions (docs/TOOLCHAIN.md, "Building the guest from
+//! `host/build.rs`"):
 //! - the nested cargo gets its own `--target-dir`: sharing the outer one
 //!   deadlocks on the build-directory lock;
 //! - `CARGO_*` (except `CARGO_HOME` and `CARGO_MAKEFLAGS`), `RUSTFLAGS` and

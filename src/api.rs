@@ -1,6 +1,6 @@
 //! The control-plane client, as pure request builders and answer parsers:
 //! create (`POST /v2/sandboxes`), connect/resume
-//! (`POST /v2/sandboxes/{id}/connect`), set-timeout and kill (PROTOCOL.md §2).
+//! (`POST /v2/sandboxes/{id}/connect`), set-timeout and kill (docs/PROTOCOL.md §2).
 
 use e2b_wire::api::{AutoResume, ConnectSandbox, NewSandbox, Sandbox, SetTimeout, VolumeMount};
 

@@ -1,6 +1,6 @@
 //! The instance's options: `configure()`'s record merged with the `E2B_*`
 //! environment variables the official SDK reads, and the URLs they imply
-//! (PROTOCOL.md §2.1, §3.2).
+//! (docs/PROTOCOL.md §2.1, §3.2).
 
 use std::collections::BTreeMap;
 

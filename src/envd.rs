@@ -1,7 +1,7 @@
 //! The envd client (port 49983), as pure request builders and answer
 //! parsers: `process.Process/Start` (a Connect server stream, parsed
 //! incrementally into truncating sinks), `filesystem.Filesystem/ListDir`
-//! and the `/files` REST API (PROTOCOL.md §4).
+//! and the `/files` REST API (docs/PROTOCOL.md §4).
 
 use std::collections::BTreeMap;
 

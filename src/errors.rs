@@ -1,6 +1,6 @@
 //! Failures and their classes: the mapping of HTTP statuses and Connect
 //! codes to error kinds and to the texts the Python SDK's exceptions carry
-//! (PROTOCOL.md §2.4, §4.6, §4.7, §5.1), and the redaction of secrets.
+//! (docs/PROTOCOL.md §2.7, §3.4, §4.12, §5.4), and the redaction of secrets.
 
 use e2b_wire::connect::Code;
 

@@ -4,8 +4,9 @@
 //! The request body is written and finished *before* `handle()` whenever
 //! the host accepts it without blocking (always for our small bodies):
 //! `wstd::http::Client` calls `handle()` first, and on some hosts the
-//! request then leaves without its body (TOOLCHAIN.md, "Race to avoid").
-//! Only a body too large for the host's buffer is streamed after `handle()`.
+//! request then leaves without its body (docs/TOOLCHAIN.md, "The
+//! request-body race"). Only a body too large for the host's buffer is
+//! streamed after `handle()`.
 
 use wasip2::http::outgoing_handler;
 use wasip2::http::types::{

@@ -1,6 +1,6 @@
 //! The code-interpreter client (port 49999): the `/execute` request and an
 //! incremental collector of its NDJSON answer into truncating sinks
-//! (PROTOCOL.md §5.1).
+//! (docs/PROTOCOL.md §5).
 
 use std::collections::BTreeMap;
 
