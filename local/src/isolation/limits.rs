@@ -62,21 +62,24 @@ pub enum Enforcement {
 const GROUP: &str = "e2b-local";
 
 impl Enforcement {
-    /// The strongest mechanism this process may use.
+    /// The strongest mechanism this process may use. Groups live under
+    /// `e2b-local/<server pid>/`, so a server sweeps what killed servers
+    /// left behind without touching a live one's (a paused sandbox's group
+    /// is empty too).
     pub fn detect() -> Self {
         let root = Path::new("/sys/fs/cgroup");
+        let own = std::process::id().to_string();
         let v1 = |c: &str| {
             let dir = root.join(c);
             is_writable_cgroup(&dir).then(|| dir.join(GROUP))
         };
         if let (Some(memory), Some(pids), Some(cpu)) = (v1("memory"), v1("pids"), v1("cpu")) {
-            let made = [&memory, &pids, &cpu]
-                .iter()
-                .all(|d| std::fs::create_dir_all(d).is_ok());
-            if made {
+            let mine = [&memory, &pids, &cpu].map(|d| d.join(&own));
+            if mine.iter().all(|d| std::fs::create_dir_all(d).is_ok()) {
                 for d in [&memory, &pids, &cpu] {
-                    remove_empty_children(d);
+                    sweep_dead_servers(d);
                 }
+                let [memory, pids, cpu] = mine;
                 return Enforcement::CgroupV1 { memory, pids, cpu };
             }
         }
@@ -84,14 +87,16 @@ impl Enforcement {
             std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
         let has = |c: &str| controllers.split_whitespace().any(|x| x == c);
         if has("memory") && has("pids") && has("cpu") && is_writable_cgroup(root) {
-            let parent = root.join(GROUP);
+            let group = root.join(GROUP);
+            let parent = group.join(&own);
+            let enable =
+                |d: &Path| std::fs::write(d.join("cgroup.subtree_control"), "+memory +pids +cpu");
             let ok = std::fs::create_dir_all(&parent).is_ok()
-                && std::fs::write(root.join("cgroup.subtree_control"), "+memory +pids +cpu")
-                    .is_ok()
-                && std::fs::write(parent.join("cgroup.subtree_control"), "+memory +pids +cpu")
-                    .is_ok();
+                && enable(root).is_ok()
+                && enable(&group).is_ok()
+                && enable(&parent).is_ok();
             if ok {
-                remove_empty_children(&parent);
+                sweep_dead_servers(&group);
                 return Enforcement::CgroupV2 { parent };
             }
         }
@@ -155,16 +160,27 @@ impl Enforcement {
 /// CFS period: 100 ms, the kernel's default.
 const CPU_PERIOD_US: u64 = 100_000;
 
-/// Removes the groups a server that was killed left behind: the kernel
-/// removes only empty ones, so a live server's sandboxes keep theirs.
-fn remove_empty_children(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+/// Removes the groups of servers that are gone (`<pid>` directories whose
+/// process no longer exists); the kernel removes only empty groups, so
+/// nothing in use goes.
+fn sweep_dead_servers(group: &Path) {
+    let Ok(servers) = std::fs::read_dir(group) else {
         return;
     };
-    for entry in entries.flatten() {
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            let _ = std::fs::remove_dir(entry.path());
+    for server in servers.flatten() {
+        let name = server.file_name();
+        let is_pid = name.to_str().is_some_and(|n| n.parse::<u32>().is_ok());
+        if !is_pid || Path::new("/proc").join(&name).exists() {
+            continue;
         }
+        if let Ok(sandboxes) = std::fs::read_dir(server.path()) {
+            for sandbox in sandboxes.flatten() {
+                if sandbox.file_type().is_ok_and(|t| t.is_dir()) {
+                    let _ = std::fs::remove_dir(sandbox.path());
+                }
+            }
+        }
+        let _ = std::fs::remove_dir(server.path());
     }
 }
 
