@@ -156,3 +156,12 @@ pub async fn run(h: &Harness, sbx: &Sbx, cmd: &str) -> (Vec<Value>, Value) {
     )
     .await
 }
+
+/// A port free on the host's loopback (bound, then let go).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

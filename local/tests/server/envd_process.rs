@@ -382,11 +382,7 @@ async fn sandbox_plane_routing_and_auth() {
 async fn other_ports_reach_servers_started_in_the_sandbox() {
     let h = start().await;
     let sbx = h.create_default().await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     run(&h, &sbx, "echo served > /home/user/index.txt").await;
     let body = json!({"process": {"cmd": "python3", "args": ["-m", "http.server", port.to_string(), "--bind", "127.0.0.1"]}});
     let mut resp = h
@@ -416,12 +412,12 @@ async fn other_ports_reach_servers_started_in_the_sandbox() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(got.as_deref(), Some("served\n"));
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the server listens on the sandbox's own loopback, not the host's"
+    );
     drop(resp);
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let closed = crate::common::free_port();
     let r = h
         .http
         .get(h.url("/"))

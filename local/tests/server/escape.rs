@@ -403,12 +403,7 @@ async fn finer_network_rules_are_refused_not_ignored() {
 async fn sandbox_ports_are_reached_inside_its_namespace_only() {
     let h = start().await;
     let sbx = h.create_default().await;
-    // A port that is free on the host (bound and let go).
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::common::free_port();
     run(
         &h,
         &sbx,
