@@ -57,6 +57,17 @@ impl Harness {
         }
     }
 
+    /// `GET /sandboxes/{id}`'s JSON.
+    pub async fn detail(&self, sbx: &Sbx) -> Value {
+        self.api(reqwest::Method::GET, &format!("/sandboxes/{}", sbx.id))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     pub async fn create_default(&self) -> Sbx {
         self.create(json!({"templateID": "base"})).await
     }

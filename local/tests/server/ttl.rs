@@ -125,14 +125,7 @@ async fn auto_pause_at_timeout_and_auto_resume_on_traffic() {
     let mut v = serde_json::Value::Null;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        v = h
-            .api(Method::GET, &format!("/sandboxes/{}", sbx.id))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        v = h.detail(&sbx).await;
         if v["state"] == "paused" && !sleeping("602") {
             break;
         }
@@ -146,15 +139,7 @@ async fn auto_pause_at_timeout_and_auto_resume_on_traffic() {
         .unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.text().await.unwrap(), "kept");
-    let v: serde_json::Value = h
-        .api(Method::GET, &format!("/sandboxes/{}", sbx.id))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(v["state"], "running");
+    assert_eq!(h.detail(&sbx).await["state"], "running");
     h.server.shutdown().await;
 }
 
