@@ -55,7 +55,7 @@ fn seconds_to_ms(seconds: Option<u32>) -> Option<u64> {
 
 /// Runs one validated call to completion.
 fn run(call: ToolCall) -> Result<ToolOutput, ToolError> {
-    wstd::runtime::block_on(tools::execute(call))
+    wstd::runtime::block_on(tools::execute(&session::wasi(), call))
 }
 
 fn required(value: String, key: &str) -> Result<String, ToolError> {
@@ -70,7 +70,7 @@ fn required(value: String, key: &str) -> Result<String, ToolError> {
 
 impl wit_lifecycle::Guest for Component {
     fn configure(config: wit_lifecycle::Config) -> Result<(), wit_types::ToolError> {
-        if session::snapshot().sandbox.is_some() {
+        if session::wasi().snapshot().sandbox.is_some() {
             return Err(to_wit_error(ToolError::invalid(
                 "A sandbox is already open: call shutdown() before configure()",
             )));
@@ -107,17 +107,18 @@ impl wit_lifecycle::Guest for Component {
             sandbox_id: config.sandbox_id,
         };
         let settings = Settings::resolve(input, session::env_var).map_err(to_wit_error)?;
-        session::update(|s| *s = session::Session::new(settings));
+        session::wasi().update(|s| *s = session::Session::new(settings));
         Ok(())
     }
 
     fn sandbox_id() -> Option<String> {
-        session::snapshot().sandbox.map(|h| h.id)
+        session::wasi().snapshot().sandbox.map(|h| h.id)
     }
 
     fn shutdown() -> Result<bool, wit_types::ToolError> {
-        let secrets = session::snapshot().secrets();
-        wstd::runtime::block_on(session::shutdown()).map_err(|f| {
+        let ctx = session::wasi();
+        let secrets = ctx.secrets();
+        wstd::runtime::block_on(ctx.shutdown()).map_err(|f| {
             let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
             let err = ToolError::from_failure("Failed to shut down the sandbox: ", f);
             to_wit_error(tools::redact_error(err, &secrets))
@@ -267,7 +268,7 @@ impl wit_catalog::Guest for Component {
     }
 
     fn call_tool(name: String, arguments_json: String) -> String {
-        let rich = session::snapshot().settings.rich_results;
+        let rich = session::wasi().snapshot().settings.rich_results;
         match args::parse_call(&name, &arguments_json) {
             Err(err) => results::failure_json(&err),
             Ok(call) => match run(call) {
@@ -278,6 +279,6 @@ impl wit_catalog::Guest for Component {
     }
 
     fn instructions() -> String {
-        catalog::instructions(&session::snapshot().settings)
+        catalog::instructions(&session::wasi().snapshot().settings)
     }
 }

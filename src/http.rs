@@ -17,6 +17,7 @@ use wasip2::io::streams::{InputStream, StreamError};
 use wstd::io::{AsyncOutputStream, AsyncPollable};
 
 use crate::errors::{ErrorKind, Failure};
+use crate::platform::{Platform, Response, ResponseBody};
 use crate::request::{split_url, HttpRequest, Method};
 
 /// Size of one read from a response body.
@@ -24,13 +25,32 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Pause after a read that found no data although the stream polled ready.
 const EMPTY_READ_BACKOFF: std::time::Duration = std::time::Duration::from_millis(5);
 
-/// A response whose body is read as it arrives.
-pub struct HttpResponse {
-    /// HTTP status.
-    pub status: u16,
-    /// The body.
-    pub body: BodyReader,
+/// The component's platform: the host's `wasi:http` outgoing handler and
+/// `wasi:clocks`.
+pub struct Wasi;
+
+impl Platform for Wasi {
+    type Body = BodyReader;
+
+    async fn send(
+        &self,
+        req: &HttpRequest,
+        timeout_ms: u32,
+    ) -> Result<Response<BodyReader>, Failure> {
+        send(req, timeout_ms).await
+    }
+
+    fn now_ns(&self) -> u64 {
+        wasip2::clocks::monotonic_clock::now()
+    }
+
+    async fn sleep_ns(&self, ns: u64) {
+        wstd::task::sleep(std::time::Duration::from_nanos(ns).into()).await;
+    }
 }
+
+/// A response whose body is read as it arrives.
+pub type HttpResponse = Response<BodyReader>;
 
 /// A response body. Fields drop in declaration order, children before
 /// parents, as WASI resources require.
@@ -41,13 +61,13 @@ pub struct BodyReader {
     _response: IncomingResponse,
 }
 
-impl BodyReader {
+impl ResponseBody for BodyReader {
     /// The next chunk, `None` at the end of the body.
     ///
     /// Reads before waiting: a small answer is usually buffered by the time
     /// its headers are, and its end is known right after, so the common
     /// case costs two reads and no waits.
-    pub async fn chunk(&mut self) -> Result<Option<Vec<u8>>, Failure> {
+    async fn chunk(&mut self) -> Result<Option<Vec<u8>>, Failure> {
         let mut waited = false;
         loop {
             let Some((ready, stream)) = &self.stream else {
@@ -83,22 +103,6 @@ impl BodyReader {
                 }
             }
         }
-    }
-
-    /// The whole body, failing past `max` bytes (error bodies and small
-    /// JSON answers only).
-    pub async fn read_to_end(&mut self, max: usize) -> Result<Vec<u8>, Failure> {
-        let mut out = Vec::new();
-        while let Some(chunk) = self.chunk().await? {
-            if out.len() + chunk.len() > max {
-                return Err(Failure::new(
-                    ErrorKind::Internal,
-                    format!("the answer is larger than {max} bytes"),
-                ));
-            }
-            out.extend_from_slice(&chunk);
-        }
-        Ok(out)
     }
 }
 

@@ -21,6 +21,7 @@ pub mod errors;
 pub mod http;
 pub mod interpreter;
 pub mod long_line;
+pub mod platform;
 pub mod request;
 pub mod results;
 pub mod session;

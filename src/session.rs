@@ -7,8 +7,15 @@
 //! with the request. Every refresh sets the full configured TTL from now, so
 //! it never ends sooner than the last one we set.
 
-use crate::api::SandboxHandle;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::rc::Rc;
+
+use crate::api::{self, SandboxHandle};
 use crate::config::Settings;
+use crate::errors::{ErrorKind, Failure};
+use crate::platform::{Platform, ResponseBody};
+use crate::request::HttpRequest;
 
 /// When the TTL needs refreshing, on a monotonic clock in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,52 +85,44 @@ impl Session {
     }
 }
 
-#[cfg(target_arch = "wasm32")]
-pub use glue::*;
+/// Where a sandbox could not be provided.
+#[derive(Debug)]
+pub enum Unavailable {
+    /// Creating or attaching failed (e2b-adk: `Sandbox unavailable: …`).
+    Create(Failure),
+    /// The open sandbox expired (reported with the tool's prefix).
+    Expired(Failure),
+}
 
-#[cfg(target_arch = "wasm32")]
-mod glue {
-    use std::cell::{Cell, RefCell};
-    use std::future::Future;
-    use std::rc::Rc;
+/// One instance's session and the platform it runs on: every decision
+/// about the sandbox's life (creation, attaching, keep-alive, expiry,
+/// shutdown) is made here, the same natively and in wasm.
+pub struct Ctx<P> {
+    /// HTTP and clocks.
+    pub platform: P,
+    /// The instance's state; borrowed only between awaits.
+    pub session: Rc<RefCell<Session>>,
+}
 
-    use super::*;
-    use crate::errors::Failure;
-    use crate::http;
-    use crate::request::HttpRequest;
-    use crate::{api, errors::ErrorKind};
-
-    thread_local! {
-        static SESSION: RefCell<Session> = RefCell::new(Session::new(Settings::from_env(env_var)));
-    }
-
-    /// Reads a host environment variable.
-    pub fn env_var(name: &str) -> Option<String> {
-        std::env::var(name).ok()
-    }
-
-    /// The monotonic clock, in nanoseconds.
-    pub fn now_ns() -> u64 {
-        wasip2::clocks::monotonic_clock::now()
-    }
-
+impl<P: Platform> Ctx<P> {
     /// A copy of the session.
-    pub fn snapshot() -> Session {
-        SESSION.with(|s| s.borrow().clone())
+    pub fn snapshot(&self) -> Session {
+        self.session.borrow().clone()
     }
 
     /// Changes the session.
-    pub fn update<T>(f: impl FnOnce(&mut Session) -> T) -> T {
-        SESSION.with(|s| f(&mut s.borrow_mut()))
+    pub fn update<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
+        f(&mut self.session.borrow_mut())
     }
 
-    /// Sleeps `ns` nanoseconds on the host clock.
-    pub async fn sleep_ns(ns: u64) {
-        wstd::task::sleep(std::time::Duration::from_nanos(ns).into()).await;
+    /// The secrets of the session as it is now.
+    pub fn secrets(&self) -> Vec<String> {
+        self.session.borrow().secrets()
     }
 
     /// Runs `fut`, failing with `on_timeout()` after `ms` (0: no limit).
     pub async fn with_deadline<T>(
+        &self,
         ms: u64,
         fut: impl Future<Output = Result<T, Failure>>,
         on_timeout: impl FnOnce() -> Failure,
@@ -132,7 +131,7 @@ mod glue {
             return fut.await;
         }
         let timer = async {
-            sleep_ns(ms.saturating_mul(1_000_000)).await;
+            self.platform.sleep_ns(ms.saturating_mul(1_000_000)).await;
             None
         };
         match futures_lite::future::or(async { Some(fut.await) }, timer).await {
@@ -144,14 +143,15 @@ mod glue {
     /// Sends a small request and reads its whole answer within the
     /// request timeout.
     pub async fn exchange(
+        &self,
         settings: &Settings,
         req: &HttpRequest,
     ) -> Result<(u16, Vec<u8>), Failure> {
         let timeout = settings.request_timeout_ms;
-        with_deadline(
+        self.with_deadline(
             u64::from(timeout),
             async {
-                let mut resp = http::send(req, timeout).await?;
+                let mut resp = self.platform.send(req, timeout).await?;
                 let body = resp.body.read_to_end(16 << 20).await?;
                 Ok((resp.status, body))
             },
@@ -160,29 +160,24 @@ mod glue {
         .await
     }
 
-    async fn set_timeout(settings: &Settings, id: &str) -> Result<(), Failure> {
+    async fn set_timeout(&self, settings: &Settings, id: &str) -> Result<(), Failure> {
         let req = api::set_timeout_request(settings, id)?;
-        let (status, body) = exchange(settings, &req).await?;
+        let (status, body) = self.exchange(settings, &req).await?;
         api::parse_set_timeout(status, &body, id)
-    }
-
-    /// Where a sandbox could not be provided.
-    pub enum Unavailable {
-        /// Creating or attaching failed (e2b-adk: `Sandbox unavailable: …`).
-        Create(Failure),
-        /// The open sandbox expired (reported with the tool's prefix).
-        Expired(Failure),
     }
 
     /// The sandbox for a tool call: the open one (refreshed if less than
     /// half its TTL is left), else a new or attached one.
-    pub async fn acquire() -> Result<(Settings, SandboxHandle), Unavailable> {
-        let session = snapshot();
+    pub async fn acquire(&self) -> Result<(Settings, SandboxHandle), Unavailable> {
+        let session = self.snapshot();
         let settings = session.settings.clone();
         if let Some(handle) = session.sandbox {
-            if session.keep_alive.due(now_ns()) {
-                match set_timeout(&settings, &handle.id).await {
-                    Ok(()) => update(|s| s.keep_alive.refreshed(now_ns())),
+            if session.keep_alive.due(self.platform.now_ns()) {
+                match self.set_timeout(&settings, &handle.id).await {
+                    Ok(()) => {
+                        let now = self.platform.now_ns();
+                        self.update(|s| s.keep_alive.refreshed(now));
+                    }
                     Err(f) if f.kind == ErrorKind::SandboxExpired => {
                         return Err(Unavailable::Expired(f))
                     }
@@ -205,11 +200,12 @@ mod glue {
             })
         };
         let req = req.map_err(unavailable)?;
-        let (status, body) = exchange(&settings, &req).await.map_err(unavailable)?;
+        let (status, body) = self.exchange(&settings, &req).await.map_err(unavailable)?;
         let handle = api::parse_sandbox(status, &body, attach.as_deref()).map_err(unavailable)?;
-        update(|s| {
+        let now = self.platform.now_ns();
+        self.update(|s| {
             s.sandbox = Some(handle.clone());
-            s.keep_alive.refreshed(now_ns());
+            s.keep_alive.refreshed(now);
         });
         Ok((settings, handle))
     }
@@ -220,6 +216,7 @@ mod glue {
     /// due, runs without one: the pending timer would only cost host calls
     /// on every wakeup of a call that cannot need it.
     pub async fn with_heartbeat<T>(
+        &self,
         settings: &Settings,
         id: &str,
         bound_ms: Option<u64>,
@@ -229,21 +226,18 @@ mod glue {
         if bound_ms.is_some_and(|ms| ms.saturating_mul(2_000_000) <= period) {
             return op.await;
         }
-        let last = Rc::new(Cell::new(None::<u64>));
-        let beat = {
-            let last = last.clone();
-            async move {
-                loop {
-                    sleep_ns(period).await;
-                    if set_timeout(settings, id).await.is_ok() {
-                        last.set(Some(now_ns()));
-                    }
+        let last = Cell::new(None::<u64>);
+        let beat = async {
+            loop {
+                self.platform.sleep_ns(period).await;
+                if self.set_timeout(settings, id).await.is_ok() {
+                    last.set(Some(self.platform.now_ns()));
                 }
             }
         };
         let out = futures_lite::future::or(op, beat).await;
         if let Some(at) = last.get() {
-            update(|s| {
+            self.update(|s| {
                 if s.sandbox.as_ref().is_some_and(|h| h.id == id) {
                     s.keep_alive.refreshed(at);
                 }
@@ -254,23 +248,51 @@ mod glue {
 
     /// Kills the sandbox (or leaves it to pause) and forgets it; keeps it
     /// when the kill fails so the call can be retried.
-    pub async fn shutdown() -> Result<bool, Failure> {
-        let session = snapshot();
+    pub async fn shutdown(&self) -> Result<bool, Failure> {
+        let session = self.snapshot();
         let Some(handle) = session.sandbox else {
             return Ok(false);
         };
         if session.settings.pause_on_timeout == Some(true) {
-            update(|s| s.sandbox = None);
+            self.update(|s| s.sandbox = None);
             return Ok(false);
         }
         let req = api::kill_request(&session.settings, &handle.id)?;
-        let (status, body) = exchange(&session.settings, &req).await?;
+        let (status, body) = self.exchange(&session.settings, &req).await?;
         let killed = api::parse_kill(status, &body)?;
-        update(|s| {
+        self.update(|s| {
             s.sandbox = None;
             s.keep_alive = KeepAlive::new(s.settings.ttl_seconds());
         });
         Ok(killed)
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+pub use component::*;
+
+/// The component's one session, on `wasi:http` and `wasi:clocks`.
+#[cfg(target_arch = "wasm32")]
+mod component {
+    use super::*;
+    use crate::http::Wasi;
+
+    thread_local! {
+        static SESSION: Rc<RefCell<Session>> =
+            Rc::new(RefCell::new(Session::new(Settings::from_env(env_var))));
+    }
+
+    /// Reads a host environment variable.
+    pub fn env_var(name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+
+    /// The instance's session on the host's platform.
+    pub fn wasi() -> Ctx<Wasi> {
+        Ctx {
+            platform: Wasi,
+            session: SESSION.with(Rc::clone),
+        }
     }
 }
 

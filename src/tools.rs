@@ -82,11 +82,12 @@ pub fn redact_output(out: ToolOutput, secrets: &[&str]) -> ToolOutput {
     }
 }
 
-#[cfg(target_arch = "wasm32")]
-pub use glue::execute;
+pub use orchestration::execute;
 
-#[cfg(target_arch = "wasm32")]
-mod glue {
+/// How each tool's call goes: requests, streams, deadlines, the
+/// background-start race, the expiry check after a broken stream. Generic
+/// over the [`Platform`](crate::platform::Platform), so natively testable.
+mod orchestration {
     use super::*;
     use crate::api::SandboxHandle;
     use crate::args::{BackgroundArgs, RunCodeArgs, RunCommandArgs};
@@ -96,10 +97,10 @@ mod glue {
         body_message, from_connect_http, from_envd_http, from_interpreter_http,
         sandbox_unavailable, ErrorKind, Failure, DEADLINE_SUFFIX, EXECUTION_TIMEOUT,
     };
-    use crate::http::{self, BodyReader};
     use crate::interpreter::{self, ExecutionCollector};
+    use crate::platform::{Platform, ResponseBody};
     use crate::results::Readiness;
-    use crate::session::{self, sleep_ns, with_deadline, Unavailable};
+    use crate::session::{Ctx, Unavailable};
     use crate::truncate::TruncatingSink;
 
     /// Default execution timeout of run_code (the interpreter SDK's).
@@ -126,29 +127,33 @@ mod glue {
     }
 
     /// Runs one validated call in the sandbox.
-    pub async fn execute(call: ToolCall) -> Result<ToolOutput, ToolError> {
+    pub async fn execute<P: Platform>(
+        ctx: &Ctx<P>,
+        call: ToolCall,
+    ) -> Result<ToolOutput, ToolError> {
         let prefix = failure_prefix(&call);
-        let (settings, sandbox) = match session::acquire().await {
+        let (settings, sandbox) = match ctx.acquire().await {
             Ok(pair) => pair,
             Err(Unavailable::Create(f)) => {
                 return Err(finish_error(
+                    ctx,
                     &call,
                     ToolError::from_failure("Sandbox unavailable: ", f),
                 ))
             }
             Err(Unavailable::Expired(f)) => {
-                return Err(finish_error(&call, ToolError::from_failure(prefix, f)))
+                return Err(finish_error(ctx, &call, ToolError::from_failure(prefix, f)))
             }
         };
-        let op = run(&settings, &sandbox, &call);
+        let op = run(ctx, &settings, &sandbox, &call);
         let bound = request_bounded(&settings, &call);
-        let result = session::with_heartbeat(&settings, &sandbox.id, bound, op).await;
-        let secrets = session::snapshot().secrets();
+        let result = ctx.with_heartbeat(&settings, &sandbox.id, bound, op).await;
+        let secrets = ctx.secrets();
         let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
         match result {
             Ok(out) => Ok(redact_output(out, &secrets)),
             Err((failure, partial)) => {
-                let failure = confirm_gone(&settings, &sandbox, &call, failure).await;
+                let failure = confirm_gone(ctx, &settings, &sandbox, &call, failure).await;
                 let err = ToolError::from_failure(prefix, failure).with_partial_output(partial);
                 Err(redact_error(echo(&call, err), &secrets))
             }
@@ -158,7 +163,8 @@ mod glue {
     /// After a broken connection, asks the sandbox's `/health` whether it
     /// is gone (as the SDK does): if the proxy no longer knows it, the
     /// failure is the sandbox's expiry.
-    async fn confirm_gone(
+    async fn confirm_gone<P: Platform>(
+        ctx: &Ctx<P>,
         settings: &Settings,
         sandbox: &SandboxHandle,
         call: &ToolCall,
@@ -174,15 +180,16 @@ mod glue {
             crate::request::Method::Get,
             "/health",
         );
-        let probe = with_deadline(
-            HEALTH_PROBE_MS,
-            async {
-                let mut resp = http::send(&req, HEALTH_PROBE_MS as u32).await?;
-                Ok((resp.status, error_body(&mut resp.body).await))
-            },
-            || Failure::new(ErrorKind::Timeout, "health probe timed out"),
-        )
-        .await;
+        let probe = ctx
+            .with_deadline(
+                HEALTH_PROBE_MS,
+                async {
+                    let mut resp = ctx.platform.send(&req, HEALTH_PROBE_MS as u32).await?;
+                    Ok((resp.status, error_body(&mut resp.body).await))
+                },
+                || Failure::new(ErrorKind::Timeout, "health probe timed out"),
+            )
+            .await;
         match probe {
             Ok((502, body)) if body_message(&body).contains("was not found") => match call {
                 ToolCall::RunCode(_) => Failure::new(ErrorKind::SandboxExpired, SANDBOX_KILLED),
@@ -192,8 +199,8 @@ mod glue {
         }
     }
 
-    fn finish_error(call: &ToolCall, err: ToolError) -> ToolError {
-        let secrets = session::snapshot().secrets();
+    fn finish_error<P: Platform>(ctx: &Ctx<P>, call: &ToolCall, err: ToolError) -> ToolError {
+        let secrets = ctx.secrets();
         let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
         redact_error(echo(call, err), &secrets)
     }
@@ -209,24 +216,29 @@ mod glue {
         }
     }
 
-    async fn run(
+    async fn run<P: Platform>(
+        ctx: &Ctx<P>,
         settings: &Settings,
         sandbox: &SandboxHandle,
         call: &ToolCall,
     ) -> Result<ToolOutput, OpError> {
         match call {
-            ToolCall::RunCode(a) => run_code(settings, sandbox, a).await.map(ToolOutput::Code),
-            ToolCall::RunCommand(a) => run_command(settings, sandbox, a)
+            ToolCall::RunCode(a) => run_code(ctx, settings, sandbox, a)
+                .await
+                .map(ToolOutput::Code),
+            ToolCall::RunCommand(a) => run_command(ctx, settings, sandbox, a)
                 .await
                 .map(ToolOutput::Command),
             ToolCall::WriteFile { path, content } => {
-                write_file(settings, sandbox, path, content)
+                write_file(ctx, settings, sandbox, path, content)
                     .await
                     .map_err(plain)?;
                 Ok(ToolOutput::Written { path: path.clone() })
             }
             ToolCall::ReadFile { path } => {
-                let content = read_file(settings, sandbox, path).await.map_err(plain)?;
+                let content = read_file(ctx, settings, sandbox, path)
+                    .await
+                    .map_err(plain)?;
                 Ok(ToolOutput::Read {
                     path: path.clone(),
                     content,
@@ -234,24 +246,25 @@ mod glue {
             }
             ToolCall::ListFiles { path } => {
                 let req = envd::list_dir_request(settings, sandbox, path);
-                let (status, body) = session::exchange(settings, &req).await.map_err(plain)?;
+                let (status, body) = ctx.exchange(settings, &req).await.map_err(plain)?;
                 let entries = envd::parse_list_dir(status, &body).map_err(plain)?;
                 Ok(ToolOutput::Listed {
                     path: path.clone(),
                     entries,
                 })
             }
-            ToolCall::StartBackground(a) => start_background(settings, sandbox, a)
+            ToolCall::StartBackground(a) => start_background(ctx, settings, sandbox, a)
                 .await
                 .map(ToolOutput::Background),
         }
     }
 
-    async fn error_body(body: &mut BodyReader) -> Vec<u8> {
+    async fn error_body(body: &mut impl ResponseBody) -> Vec<u8> {
         body.read_to_end(MAX_ERROR_BODY).await.unwrap_or_default()
     }
 
-    async fn run_code(
+    async fn run_code<P: Platform>(
+        ctx: &Ctx<P>,
         settings: &Settings,
         sandbox: &SandboxHandle,
         a: &RunCodeArgs,
@@ -260,25 +273,26 @@ mod glue {
         let deadline = a.timeout_ms.unwrap_or(RUN_CODE_TIMEOUT_MS);
         let mut collector =
             ExecutionCollector::new(settings.max_output_bytes, settings.rich_results);
-        let outcome = with_deadline(
-            deadline,
-            async {
-                let mut resp = http::send(&req, settings.request_timeout_ms).await?;
-                if resp.status != 200 {
-                    let body = error_body(&mut resp.body).await;
-                    return Err(from_interpreter_http(resp.status, &body));
-                }
-                while let Some(chunk) = resp.body.chunk().await? {
-                    collector.feed(&chunk)?;
-                    if collector.ended() {
-                        break;
+        let outcome = ctx
+            .with_deadline(
+                deadline,
+                async {
+                    let mut resp = ctx.platform.send(&req, settings.request_timeout_ms).await?;
+                    if resp.status != 200 {
+                        let body = error_body(&mut resp.body).await;
+                        return Err(from_interpreter_http(resp.status, &body));
                     }
-                }
-                Ok(())
-            },
-            || Failure::new(ErrorKind::Timeout, EXECUTION_TIMEOUT),
-        )
-        .await;
+                    while let Some(chunk) = resp.body.chunk().await? {
+                        collector.feed(&chunk)?;
+                        if collector.ended() {
+                            break;
+                        }
+                    }
+                    Ok(())
+                },
+                || Failure::new(ErrorKind::Timeout, EXECUTION_TIMEOUT),
+            )
+            .await;
         match outcome {
             Ok(()) => collector.finish(),
             Err(f) => Err((f, collector.partial_output())),
@@ -286,13 +300,14 @@ mod glue {
     }
 
     /// Sends a Start request and checks its status.
-    async fn start(
+    async fn start<P: Platform>(
+        ctx: &Ctx<P>,
         settings: &Settings,
         sandbox: &SandboxHandle,
         spec: &StartSpec,
-    ) -> Result<BodyReader, Failure> {
+    ) -> Result<P::Body, Failure> {
         let req = envd::start_request(settings, sandbox, spec);
-        let mut resp = http::send(&req, settings.request_timeout_ms).await?;
+        let mut resp = ctx.platform.send(&req, settings.request_timeout_ms).await?;
         if resp.status != 200 {
             let body = error_body(&mut resp.body).await;
             return Err(from_connect_http(resp.status, &body));
@@ -302,7 +317,7 @@ mod glue {
 
     /// Feeds `stream` from `body` until `stop(stream)` or the body's end.
     async fn pump(
-        body: &mut BodyReader,
+        body: &mut impl ResponseBody,
         stream: &mut ProcessStream,
         stop: impl Fn(&ProcessStream) -> bool,
     ) -> Result<(), Failure> {
@@ -325,7 +340,8 @@ mod glue {
         )
     }
 
-    async fn run_command(
+    async fn run_command<P: Platform>(
+        ctx: &Ctx<P>,
         settings: &Settings,
         sandbox: &SandboxHandle,
         a: &RunCommandArgs,
@@ -343,15 +359,16 @@ mod glue {
             0
         };
         let mut stream = ProcessStream::new(settings.max_output_bytes);
-        let outcome = with_deadline(
-            local_deadline,
-            async {
-                let mut body = start(settings, sandbox, &spec).await?;
-                pump(&mut body, &mut stream, ProcessStream::is_done).await
-            },
-            deadline_failure,
-        )
-        .await;
+        let outcome = ctx
+            .with_deadline(
+                local_deadline,
+                async {
+                    let mut body = start(ctx, settings, sandbox, &spec).await?;
+                    pump(&mut body, &mut stream, ProcessStream::is_done).await
+                },
+                deadline_failure,
+            )
+            .await;
         let exit_code = outcome.and_then(|()| stream.outcome());
         match exit_code {
             Ok(exit_code) => Ok(CommandOutput {
@@ -367,7 +384,8 @@ mod glue {
         }
     }
 
-    async fn start_background(
+    async fn start_background<P: Platform>(
+        ctx: &Ctx<P>,
         settings: &Settings,
         sandbox: &SandboxHandle,
         a: &BackgroundArgs,
@@ -380,21 +398,22 @@ mod glue {
         };
         let mut stream = ProcessStream::new(settings.max_output_bytes);
         // Wait for the `start` event within the request timeout.
-        let started = with_deadline(
-            u64::from(settings.request_timeout_ms),
-            async {
-                let mut body = start(settings, sandbox, &spec).await?;
-                pump(&mut body, &mut stream, |s| s.pid.is_some() || s.is_done()).await?;
-                Ok(body)
-            },
-            || {
-                Failure::new(
-                    ErrorKind::Timeout,
-                    "Request timed out: the stream didn't open within 'request_timeout'",
-                )
-            },
-        )
-        .await;
+        let started = ctx
+            .with_deadline(
+                u64::from(settings.request_timeout_ms),
+                async {
+                    let mut body = start(ctx, settings, sandbox, &spec).await?;
+                    pump(&mut body, &mut stream, |s| s.pid.is_some() || s.is_done()).await?;
+                    Ok(body)
+                },
+                || {
+                    Failure::new(
+                        ErrorKind::Timeout,
+                        "Request timed out: the stream didn't open within 'request_timeout'",
+                    )
+                },
+            )
+            .await;
         let mut body = match started {
             Ok(body) => body,
             Err(f) => return Err((f, stream.partial_output())),
@@ -427,15 +446,15 @@ mod glue {
         };
         let probe = async {
             match a.port {
-                Some(port) => Some(probe_port(settings, sandbox, port).await),
+                Some(port) => Some(probe_port(ctx, settings, sandbox, port).await),
                 None => {
-                    sleep_ns(watch_ms * 1_000_000).await;
+                    ctx.platform.sleep_ns(watch_ms * 1_000_000).await;
                     None
                 }
             }
         };
         let timer = async {
-            sleep_ns((watch_ms + 1_000) * 1_000_000).await;
+            ctx.platform.sleep_ns((watch_ms + 1_000) * 1_000_000).await;
             a.port.map(|_| Readiness::NotListening)
         };
         let verdict = futures_lite::future::or(watch, futures_lite::future::or(probe, timer)).await;
@@ -464,7 +483,12 @@ mod glue {
     }
 
     /// Runs the probe script in the sandbox: ready if it exits 0.
-    async fn probe_port(settings: &Settings, sandbox: &SandboxHandle, port: u16) -> Readiness {
+    async fn probe_port<P: Platform>(
+        ctx: &Ctx<P>,
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        port: u16,
+    ) -> Readiness {
         let wait = settings.readiness_timeout_ms;
         let spec = StartSpec {
             command: readiness_probe_script(port, wait),
@@ -474,7 +498,7 @@ mod glue {
         };
         let mut stream = ProcessStream::new(256);
         let result = async {
-            let mut body = start(settings, sandbox, &spec).await?;
+            let mut body = start(ctx, settings, sandbox, &spec).await?;
             pump(&mut body, &mut stream, ProcessStream::is_done).await?;
             stream.outcome()
         }
@@ -485,14 +509,15 @@ mod glue {
         }
     }
 
-    async fn write_file(
+    async fn write_file<P: Platform>(
+        ctx: &Ctx<P>,
         settings: &Settings,
         sandbox: &SandboxHandle,
         path: &str,
         content: &str,
     ) -> Result<(), Failure> {
         let req = envd::write_file_request(settings, sandbox, path, content.as_bytes());
-        let (status, body) = session::exchange(settings, &req).await?;
+        let (status, body) = ctx.exchange(settings, &req).await?;
         if (200..300).contains(&status) {
             Ok(())
         } else {
@@ -500,17 +525,18 @@ mod glue {
         }
     }
 
-    async fn read_file(
+    async fn read_file<P: Platform>(
+        ctx: &Ctx<P>,
         settings: &Settings,
         sandbox: &SandboxHandle,
         path: &str,
     ) -> Result<String, Failure> {
         let req = envd::read_file_request(settings, sandbox, path);
         let mut sink = TruncatingSink::new(settings.max_output_bytes);
-        with_deadline(
+        ctx.with_deadline(
             u64::from(settings.request_timeout_ms),
             async {
-                let mut resp = http::send(&req, settings.request_timeout_ms).await?;
+                let mut resp = ctx.platform.send(&req, settings.request_timeout_ms).await?;
                 if resp.status != 200 {
                     let body = error_body(&mut resp.body).await;
                     return Err(from_envd_http(resp.status, &body));
