@@ -62,3 +62,220 @@ pub trait Platform {
     /// Sleeps `ns` nanoseconds.
     async fn sleep_ns(&self, ns: u64);
 }
+
+/// A platform for native tests: canned answers, a virtual clock.
+#[cfg(test)]
+pub mod fake {
+    use std::cell::{Cell, RefCell};
+    use std::collections::{BTreeSet, VecDeque};
+    use std::future::Future;
+    use std::pin::{pin, Pin};
+    use std::rc::Rc;
+    use std::task::{Context, Poll, Waker};
+
+    use super::{Platform, Response, ResponseBody};
+    use crate::errors::{ErrorKind, Failure};
+    use crate::request::HttpRequest;
+
+    /// Virtual time: it only moves when every future waits on a timer.
+    #[derive(Debug, Default)]
+    pub struct VirtualClock {
+        now: Cell<u64>,
+        timers: RefCell<BTreeSet<u64>>,
+    }
+
+    impl VirtualClock {
+        /// Now, in nanoseconds since the test began.
+        pub fn now(&self) -> u64 {
+            self.now.get()
+        }
+
+        fn sleep_until(self: &Rc<Self>, at: u64) -> Sleep {
+            Sleep {
+                clock: Rc::clone(self),
+                at,
+            }
+        }
+    }
+
+    struct Sleep {
+        clock: Rc<VirtualClock>,
+        at: u64,
+    }
+
+    impl Future for Sleep {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            if self.clock.now() >= self.at {
+                Poll::Ready(())
+            } else {
+                self.clock.timers.borrow_mut().insert(self.at);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Runs `fut` to completion: whenever it waits, time jumps to the
+    /// earliest timer. Panics if it waits on nothing (a test bug).
+    pub fn run<T>(clock: &VirtualClock, fut: impl Future<Output = T>) -> T {
+        let mut fut = pin!(fut);
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+                return out;
+            }
+            let next = {
+                let mut timers = clock.timers.borrow_mut();
+                loop {
+                    match timers.pop_first() {
+                        Some(at) if at <= clock.now() => continue,
+                        other => break other,
+                    }
+                }
+            };
+            match next {
+                Some(at) => clock.now.set(at),
+                None => panic!("the call waits on nothing at {} ns", clock.now()),
+            }
+        }
+    }
+
+    /// One step of a canned body.
+    #[derive(Debug, Clone)]
+    pub enum Step {
+        /// These bytes.
+        Bytes(Vec<u8>),
+        /// Nothing for this many milliseconds.
+        Wait(u64),
+        /// The connection breaks.
+        Break,
+        /// Nothing, ever (until the caller gives up).
+        Hang,
+    }
+
+    /// A canned answer.
+    #[derive(Debug, Clone)]
+    pub struct Answer {
+        /// Its status.
+        pub status: u16,
+        /// Its body, step by step.
+        pub steps: Vec<Step>,
+    }
+
+    impl Answer {
+        /// `status` with `body` at once.
+        pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Self {
+            Self {
+                status,
+                steps: vec![Step::Bytes(body.into())],
+            }
+        }
+
+        /// `status` with a body in steps.
+        pub fn steps(status: u16, steps: Vec<Step>) -> Self {
+            Self { status, steps }
+        }
+    }
+
+    /// HTTP that answers from a script, on a virtual clock.
+    #[derive(Debug, Default)]
+    pub struct FakePlatform {
+        /// The clock every sleep and canned wait runs on.
+        pub clock: Rc<VirtualClock>,
+        /// `(needle, answers)`: a request whose `"METHOD URL BODY"` contains
+        /// the needle gets the next answer (the last one repeats).
+        routes: RefCell<Vec<(String, VecDeque<Answer>)>>,
+        /// Every request sent: when (ns) and `"METHOD URL"`.
+        pub sent: RefCell<Vec<(u64, String)>>,
+    }
+
+    impl FakePlatform {
+        /// Answers requests containing `needle` with `answers`, in order;
+        /// earlier routes win.
+        pub fn route(&self, needle: &str, answers: Vec<Answer>) {
+            self.routes
+                .borrow_mut()
+                .push((needle.to_string(), answers.into()));
+        }
+
+        /// The requests sent whose `"METHOD URL"` contains `needle`, with
+        /// when they were sent, in milliseconds.
+        pub fn sent_ms(&self, needle: &str) -> Vec<u64> {
+            self.sent
+                .borrow()
+                .iter()
+                .filter(|(_, r)| r.contains(needle))
+                .map(|(at, _)| at / 1_000_000)
+                .collect()
+        }
+    }
+
+    /// A canned body being read.
+    pub struct FakeBody {
+        clock: Rc<VirtualClock>,
+        steps: VecDeque<Step>,
+    }
+
+    impl ResponseBody for FakeBody {
+        async fn chunk(&mut self) -> Result<Option<Vec<u8>>, Failure> {
+            loop {
+                match self.steps.pop_front() {
+                    None => return Ok(None),
+                    Some(Step::Bytes(b)) => return Ok(Some(b)),
+                    Some(Step::Wait(ms)) => {
+                        let at = self.clock.now() + ms * 1_000_000;
+                        self.clock.sleep_until(at).await;
+                    }
+                    Some(Step::Break) => {
+                        return Err(Failure::new(ErrorKind::Network, "connection reset"))
+                    }
+                    Some(Step::Hang) => std::future::pending::<()>().await,
+                }
+            }
+        }
+    }
+
+    impl Platform for FakePlatform {
+        type Body = FakeBody;
+
+        async fn send(
+            &self,
+            req: &HttpRequest,
+            _timeout_ms: u32,
+        ) -> Result<Response<FakeBody>, Failure> {
+            let line = format!("{:?} {}", req.method, req.url);
+            self.sent
+                .borrow_mut()
+                .push((self.clock.now(), line.clone()));
+            let haystack = format!("{line} {}", String::from_utf8_lossy(&req.body));
+            let mut routes = self.routes.borrow_mut();
+            let answers = routes
+                .iter_mut()
+                .find(|(needle, _)| haystack.contains(needle.as_str()))
+                .map(|(_, a)| a)
+                .ok_or_else(|| Failure::new(ErrorKind::Network, format!("no route for {line}")))?;
+            let answer = if answers.len() > 1 {
+                answers.pop_front()
+            } else {
+                answers.front().cloned()
+            }
+            .ok_or_else(|| Failure::new(ErrorKind::Network, "no answer left"))?;
+            Ok(Response {
+                status: answer.status,
+                body: FakeBody {
+                    clock: Rc::clone(&self.clock),
+                    steps: answer.steps.into(),
+                },
+            })
+        }
+
+        fn now_ns(&self) -> u64 {
+            self.clock.now()
+        }
+
+        async fn sleep_ns(&self, ns: u64) {
+            let at = self.clock.now().saturating_add(ns);
+            self.clock.sleep_until(at).await;
+        }
+    }
+}

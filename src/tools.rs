@@ -608,3 +608,288 @@ mod tests {
         );
     }
 }
+
+/// The orchestration natively: canned answers on a virtual clock, in
+/// milliseconds, with no server and no wasm.
+#[cfg(test)]
+mod orchestration_tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use e2b_wire::connect::{encode_envelope, FLAG_END_STREAM};
+    use e2b_wire::process::{end_event, DataEvent, ProcessEvent, ProcessEventMessage, StartEvent};
+
+    use super::*;
+    use crate::args::{BackgroundArgs, RunCodeArgs, RunCommandArgs};
+    use crate::config::{ConfigInput, Settings};
+    use crate::errors::ErrorKind;
+    use crate::platform::fake::{run, Answer, FakePlatform, Step};
+    use crate::platform::Platform;
+    use crate::results::Readiness;
+    use crate::session::{Ctx, Session};
+
+    const CREATE: &str = "Post http://api.test/v2/sandboxes";
+    const REFRESH: &str = "Post http://api.test/sandboxes/sbx1/timeout";
+    const START: &str = "Post http://sbx.test/process.Process/Start";
+
+    /// A session with a `ttl_seconds` TTL whose sandbox is created on the
+    /// first call.
+    fn ctx(ttl_seconds: u32) -> Ctx<FakePlatform> {
+        let env = |name: &str| match name {
+            "E2B_API_KEY" => Some("e2b_key".to_string()),
+            "E2B_API_URL" => Some("http://api.test".to_string()),
+            "E2B_SANDBOX_URL" => Some("http://sbx.test".to_string()),
+            _ => None,
+        };
+        let input = ConfigInput {
+            timeout_seconds: Some(ttl_seconds),
+            ..Default::default()
+        };
+        let settings = Settings::resolve(input, env).unwrap();
+        let ctx = Ctx {
+            platform: FakePlatform::default(),
+            session: Rc::new(RefCell::new(Session::new(settings))),
+        };
+        ctx.platform.route(
+            CREATE,
+            vec![Answer::new(
+                201,
+                r#"{"sandboxID":"sbx1","templateID":"t","clientID":"c","envdVersion":"0.6.13","envdAccessToken":"tok"}"#,
+            )],
+        );
+        ctx.platform.route(REFRESH, vec![Answer::new(204, "")]);
+        ctx
+    }
+
+    fn event(ev: ProcessEvent) -> Step {
+        let msg = serde_json::to_vec(&ProcessEventMessage { event: ev }).unwrap();
+        Step::Bytes(encode_envelope(0, &msg))
+    }
+
+    fn started(pid: u32) -> Step {
+        event(ProcessEvent::Start(StartEvent { pid }))
+    }
+
+    fn stdout(text: &str) -> Step {
+        event(ProcessEvent::Data(DataEvent {
+            stdout: Some(text.as_bytes().to_vec()),
+            ..Default::default()
+        }))
+    }
+
+    fn exited(code: i32) -> Vec<Step> {
+        vec![
+            event(ProcessEvent::End(end_event(Some(code), None))),
+            Step::Bytes(encode_envelope(FLAG_END_STREAM, b"{}")),
+        ]
+    }
+
+    fn command(command: &str, timeout_ms: Option<u64>) -> ToolCall {
+        ToolCall::RunCommand(RunCommandArgs {
+            command: command.into(),
+            cwd: None,
+            envs: Default::default(),
+            timeout_ms,
+        })
+    }
+
+    fn background(command: &str, port: Option<u16>) -> ToolCall {
+        ToolCall::StartBackground(BackgroundArgs {
+            command: command.into(),
+            port,
+            cwd: None,
+            envs: Default::default(),
+            timeout_ms: None,
+        })
+    }
+
+    #[test]
+    fn a_command_past_its_deadline_fails_after_the_grace_with_its_partial_output() {
+        let ctx = ctx(300);
+        ctx.platform.route(
+            START,
+            vec![Answer::steps(
+                200,
+                vec![started(7), stdout("half"), Step::Hang],
+            )],
+        );
+        let err = run(
+            &ctx.platform.clock,
+            execute(&ctx, command("sleep 9", Some(1_000))),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Timeout);
+        assert!(
+            err.message.contains("context deadline exceeded"),
+            "{}",
+            err.message
+        );
+        assert!(err.partial_output.contains("half"), "{err:?}");
+        // envd is given the timeout; we stop waiting 2 s after it.
+        assert_eq!(ctx.platform.clock.now() / 1_000_000, 3_000);
+    }
+
+    #[test]
+    fn the_heartbeat_refreshes_every_half_ttl_while_a_call_runs() {
+        let ctx = ctx(300);
+        let mut steps = vec![started(7), Step::Wait(400_000), stdout("done\n")];
+        steps.extend(exited(0));
+        ctx.platform.route(START, vec![Answer::steps(200, steps)]);
+        let out = run(&ctx.platform.clock, execute(&ctx, command("make", Some(0)))).unwrap();
+        let ToolOutput::Command(out) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!((out.stdout.as_str(), out.exit_code), ("done\n", 0));
+        assert_eq!(ctx.platform.sent_ms(REFRESH), vec![150_000, 300_000]);
+        // The last beat counts as the last refresh: the next call at 401 s
+        // (101 s after it) needs none.
+        assert!(!ctx.snapshot().keep_alive.due(401_000_000_000));
+    }
+
+    #[test]
+    fn a_call_between_refreshes_refreshes_only_when_less_than_half_is_left() {
+        let ctx = ctx(300);
+        let mut steps = vec![started(7)];
+        steps.extend(exited(0));
+        ctx.platform.route(START, vec![Answer::steps(200, steps)]);
+        run(&ctx.platform.clock, execute(&ctx, command("true", None))).unwrap();
+        assert_eq!(ctx.platform.sent_ms(CREATE), vec![0]);
+        assert!(ctx.platform.sent_ms(REFRESH).is_empty());
+        // 149 s later: still more than half left.
+        run(&ctx.platform.clock, async {
+            ctx.platform.sleep_ns(149_000_000_000).await;
+            execute(&ctx, command("true", None)).await
+        })
+        .unwrap();
+        assert!(ctx.platform.sent_ms(REFRESH).is_empty());
+        // 151 s after the creation: refreshed before the call.
+        run(&ctx.platform.clock, async {
+            ctx.platform.sleep_ns(2_000_000_000).await;
+            execute(&ctx, command("true", None)).await
+        })
+        .unwrap();
+        assert_eq!(ctx.platform.sent_ms(REFRESH), vec![151_000]);
+    }
+
+    #[test]
+    fn a_background_server_is_ready_when_the_probe_connects() {
+        let ctx = ctx(300);
+        // The probe script names the port; the server's start does not.
+        let mut probe = vec![started(8)];
+        probe.extend(exited(0));
+        ctx.platform
+            .route("127.0.0.1/8123", vec![Answer::steps(200, probe)]);
+        ctx.platform.route(
+            START,
+            vec![Answer::steps(
+                200,
+                vec![started(42), stdout("listening\n"), Step::Hang],
+            )],
+        );
+        let out = run(
+            &ctx.platform.clock,
+            execute(&ctx, background("serve", Some(8123))),
+        )
+        .unwrap();
+        let ToolOutput::Background(out) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(out.pid, 42);
+        assert_eq!(out.readiness, Some(Readiness::Ready));
+        assert_eq!(out.exit_code, None);
+        assert_eq!(out.stdout, "listening\n");
+    }
+
+    #[test]
+    fn a_background_command_that_dies_at_once_is_reported_exited_with_its_code() {
+        let ctx = ctx(300);
+        let mut steps = vec![started(5), stdout("boom\n")];
+        steps.extend(exited(3));
+        ctx.platform.route(START, vec![Answer::steps(200, steps)]);
+        let out = run(
+            &ctx.platform.clock,
+            execute(&ctx, background("crash", None)),
+        )
+        .unwrap();
+        let ToolOutput::Background(out) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(out.readiness, Some(Readiness::Exited));
+        assert_eq!(out.exit_code, Some(3));
+        assert_eq!(out.stdout, "boom\n");
+    }
+
+    #[test]
+    fn a_background_command_still_running_after_the_watch_is_left_running() {
+        let ctx = ctx(300);
+        ctx.platform.route(
+            START,
+            vec![Answer::steps(200, vec![started(5), Step::Hang])],
+        );
+        let out = run(
+            &ctx.platform.clock,
+            execute(&ctx, background("sleep 99", None)),
+        )
+        .unwrap();
+        let ToolOutput::Background(out) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!((out.pid, out.readiness, out.exit_code), (5, None, None));
+        // It watched for an early exit for one second.
+        assert_eq!(ctx.platform.clock.now() / 1_000_000, 1_000);
+    }
+
+    #[test]
+    fn a_broken_execution_whose_sandbox_is_gone_is_reported_expired() {
+        let ctx = ctx(300);
+        ctx.platform.route(
+            "Post http://sbx.test/execute",
+            vec![Answer::steps(
+                200,
+                vec![
+                    Step::Bytes(b"{\"type\": \"stdout\", \"text\": \"par".to_vec()),
+                    Step::Break,
+                ],
+            )],
+        );
+        ctx.platform.route(
+            "Get http://sbx.test/health",
+            vec![Answer::new(
+                502,
+                r#"{"sandboxId":"sbx1","message":"The sandbox was not found","code":502}"#,
+            )],
+        );
+        let call = ToolCall::RunCode(RunCodeArgs {
+            code: "1".into(),
+            language: "python".into(),
+            envs: Default::default(),
+            timeout_ms: None,
+        });
+        let err = run(&ctx.platform.clock, execute(&ctx, call)).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::SandboxExpired, "{err:?}");
+        assert!(
+            err.message.contains("The sandbox was killed"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn a_broken_execution_of_a_live_sandbox_stays_a_network_failure() {
+        let ctx = ctx(300);
+        ctx.platform.route(
+            "Post http://sbx.test/execute",
+            vec![Answer::steps(200, vec![Step::Break])],
+        );
+        ctx.platform
+            .route("Get http://sbx.test/health", vec![Answer::new(204, "")]);
+        let call = ToolCall::RunCode(RunCodeArgs {
+            code: "1".into(),
+            language: "python".into(),
+            envs: Default::default(),
+            timeout_ms: None,
+        });
+        let err = run(&ctx.platform.clock, execute(&ctx, call)).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Network, "{err:?}");
+    }
+}
