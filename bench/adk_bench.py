@@ -1,4 +1,4 @@
-"""The e2b-adk 0.1.2 side of `e2b-tools bench`.
+"""The e2b-adk 0.1.2 side of `e2b-tools-bench`.
 
 Calls e2b-adk's tools directly, as ADK calls them
 (`await tool.run_async(args=..., tool_context=None)`), under the control of

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 /// E2B sandbox tools for AI agents, run from a WebAssembly component.
 ///
 /// Without E2B_API_KEY the tools run on the embedded local backend: an
-/// E2B-compatible server started in this process, whose sandboxes are
-/// bubblewrap-isolated directories on this machine. With E2B_API_KEY they
-/// run in real E2B sandboxes.
+/// E2B-compatible server started in this process, whose sandboxes run on
+/// this machine, each with its own root, unprivileged uids, network and
+/// limits (for development: see local/README.md). With E2B_API_KEY they run
+/// in real E2B sandboxes.
 ///
 /// Environment: E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_SANDBOX_URL are
 /// handed to the component (only E2B_* variables are); the component may
@@ -41,10 +42,6 @@ pub(crate) enum Command {
     Batch,
     /// Serve the tools over MCP on stdin/stdout (one sandbox per connection).
     Mcp,
-    /// Benchmark the component against e2b-adk 0.1.2 and a native HTTP
-    /// client on one local server; writes BENCHMARKS.md.
-    #[command(hide = true)]
-    Bench(BenchArgs),
     /// The local E2B-compatible server.
     Local {
         #[command(subcommand)]
@@ -63,23 +60,6 @@ pub(crate) struct CallArgs {
     /// Print the raw result object as JSON instead of a readable rendering.
     #[arg(long)]
     pub(crate) json: bool,
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct BenchArgs {
-    /// Fewer samples; skips the 1 GiB output and the 10,000 sessions.
-    #[arg(long)]
-    pub(crate) quick: bool,
-    /// Where the markdown report is written.
-    #[arg(long, default_value = "BENCHMARKS.md")]
-    pub(crate) output: PathBuf,
-    /// Python of a venv with e2b-adk 0.1.2. Default: $E2B_TOOLS_PYTHON,
-    /// then target/pyenv/bin/python.
-    #[arg(long)]
-    pub(crate) python: Option<PathBuf>,
-    /// Internal: be the memory probe child (one big run_command).
-    #[arg(long, hide = true, value_name = "BYTES")]
-    pub(crate) probe_output_bytes: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]

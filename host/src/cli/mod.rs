@@ -1,7 +1,6 @@
 //! The `e2b-tools` command line: argument handling and the subcommands.
 
 pub(crate) mod args;
-mod bench;
 pub(crate) mod logging;
 mod render;
 mod spinner;
@@ -53,7 +52,6 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
         Command::Call(call_args) => call(&cli.global, call_args).await,
         Command::Batch => batch(&cli.global).await,
         Command::Mcp => mcp(&cli.global).await,
-        Command::Bench(bench_args) => bench::bench(cli.global.no_isolation, bench_args).await,
         Command::Local {
             command: LocalCommand::Serve { port },
         } => local_serve(&cli.global, port).await,

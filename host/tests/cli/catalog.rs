@@ -56,3 +56,12 @@ fn check_object_schema(tool: &str, schema: &Value) {
         }
     }
 }
+
+#[test]
+fn the_shipped_cli_has_no_benchmark() {
+    let help = run(e2b_tools(&["--help"]), "");
+    assert_eq!(help.status, 0, "{help:?}");
+    assert!(!help.stdout.contains("bench"), "{}", help.stdout);
+    let bench = run(e2b_tools(&["bench", "--quick"]), "");
+    assert_eq!(bench.status, 2, "an unknown subcommand: {bench:?}");
+}
