@@ -18,6 +18,7 @@ pub use generated::*;
 
 pub use exports::e2b::tools::catalog::ToolSpec;
 pub use exports::e2b::tools::lifecycle::{Config, NetworkRules, OnTimeout, VolumeMount};
+// `Config` is public as `SandboxConfig` (crate::config), its one name for hosts.
 pub use exports::e2b::tools::tools::{
     BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, Readiness, RichResult,
     RunCodeArgs, RunCodeOutput, RunCommandArgs,

@@ -94,8 +94,9 @@ pub use bindings::{
     BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, ErrorKind, KeyValue,
     Readiness, RichResult, RunCodeArgs, RunCodeOutput, RunCommandArgs, ToolError, ToolSpec,
 };
+pub use bindings::{NetworkRules, OnTimeout, VolumeMount};
 pub use clock::ClockMode;
-pub use config::{NetworkRules, OnTimeout, SandboxConfig};
+pub use config::SandboxConfig;
 pub use outbound::OutboundClient;
 pub use policy::{OutboundPolicy, PolicyError, DEFAULT_DOMAIN};
 pub use runtime::{

@@ -203,10 +203,9 @@ impl Session {
             .instantiate_async(&mut store)
             .await
             .map_err(|err| SessionError::Instantiate(trap_reason(&err)))?;
-        let wit_config = crate::bindings::Config::from(config);
         bindings
             .e2b_tools_lifecycle()
-            .call_configure(&mut store, &wit_config)
+            .call_configure(&mut store, config)
             .await
             .map_err(|err| SessionError::Trapped(trap_reason(&err)))?
             .map_err(SessionError::Configure)?;

@@ -2,7 +2,7 @@
 //! shutdown. Timing tests run guest and server on a clock 30 times faster, so
 //! a 60 s sandbox timeout lasts 2 real seconds.
 
-use e2b_tools_host::{ErrorKind, RunCommandArgs, SandboxConfig};
+use e2b_tools_host::{ErrorKind, KeyValue, RunCommandArgs, SandboxConfig};
 use serde_json::json;
 
 use crate::harness::{call, ok, server, server_scaled, session, session_with};
@@ -179,8 +179,8 @@ async fn a_second_session_resumes_the_sandbox_by_id() {
 async fn sandbox_options_reach_the_sandbox() {
     let server = server().await;
     let config = SandboxConfig {
-        envs: vec![("TEAM".into(), "blue".into())],
-        metadata: vec![("purpose".into(), "e2e".into())],
+        envs: vec![KeyValue::new("TEAM", "blue")],
+        metadata: vec![KeyValue::new("purpose", "e2e")],
         ..SandboxConfig::default()
     };
     let s = session_with(&server, config, 1.0).await;

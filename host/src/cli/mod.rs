@@ -8,7 +8,7 @@ mod spinner;
 use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand};
 use e2b_tools_host::mcp::McpServer;
 use e2b_tools_host::{
-    default_backend, e2b_env, Backend, BackendKind, ClockMode, ComponentSource,
+    default_backend, e2b_env, Backend, BackendKind, ClockMode, ComponentSource, KeyValue,
     LocalBackendOptions, Runtime, SandboxConfig, Session, SessionOptions,
 };
 use serde_json::{json, Value};
@@ -308,8 +308,8 @@ fn sandbox_config(global: &GlobalArgs) -> SandboxConfig {
     SandboxConfig {
         template: global.template.clone(),
         timeout_seconds: global.timeout,
-        metadata: global.metadata.clone(),
-        envs: global.envs.clone(),
+        metadata: KeyValue::pairs(&global.metadata),
+        envs: KeyValue::pairs(&global.envs),
         max_output_bytes: global.max_output_bytes,
         rich_results: global.rich_results.then_some(true),
         sandbox_id: global.sandbox_id.clone(),
