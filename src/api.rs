@@ -4,7 +4,7 @@
 
 use e2b_wire::api::{AutoResume, ConnectSandbox, NewSandbox, Sandbox, SetTimeout, VolumeMount};
 
-use crate::config::Settings;
+use crate::config::{OnTimeout, Settings};
 use crate::errors::{from_api_status, ErrorKind, Failure};
 use crate::request::{path_escape, HttpRequest, Method};
 
@@ -78,7 +78,7 @@ pub fn new_sandbox_body(settings: &Settings) -> NewSandbox {
         metadata: settings.metadata.clone(),
         env_vars: settings.envs.clone(),
         allow_internet_access: settings.allow_internet_access,
-        auto_pause: settings.pause_on_timeout,
+        auto_pause: settings.on_timeout.map(|t| t == OnTimeout::Pause),
         auto_resume: settings.auto_resume.map(|enabled| AutoResume { enabled }),
         network,
         volume_mounts: (!settings.volume_mounts.is_empty()).then(|| {
@@ -234,7 +234,7 @@ mod tests {
         );
         let s = settings(ConfigInput {
             template: Some("my-tpl".into()),
-            pause_on_timeout: Some(true),
+            on_timeout: Some(OnTimeout::Pause),
             auto_resume: Some(true),
             allow_internet_access: Some(false),
             network: Some(NetworkRules {

@@ -41,6 +41,15 @@ pub struct NetworkRules {
     pub mask_request_host: Option<String>,
 }
 
+/// What happens to the sandbox at its timeout (the WIT `on-timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnTimeout {
+    /// It is killed, its files gone (E2B's default).
+    Kill,
+    /// It is paused; connecting to it by id resumes it.
+    Pause,
+}
+
 /// `configure()`'s argument, every field optional (mirrors the WIT record).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConfigInput {
@@ -66,8 +75,8 @@ pub struct ConfigInput {
     pub allow_internet_access: Option<bool>,
     /// Network rules.
     pub network: Option<NetworkRules>,
-    /// `Some(true)`: pause at the timeout; `Some(false)`: kill.
-    pub pause_on_timeout: Option<bool>,
+    /// What happens at the timeout; `None`: E2B's default (kill).
+    pub on_timeout: Option<OnTimeout>,
     /// Resume automatically when paused.
     pub auto_resume: Option<bool>,
     /// Volume mounts `(name, path)`.
@@ -107,8 +116,8 @@ pub struct Settings {
     pub allow_internet_access: Option<bool>,
     /// Network rules.
     pub network: Option<NetworkRules>,
-    /// Pause (true) or kill (false) at the timeout; None = E2B's default.
-    pub pause_on_timeout: Option<bool>,
+    /// What happens at the timeout; `None`: E2B's default (kill).
+    pub on_timeout: Option<OnTimeout>,
     /// Auto-resume.
     pub auto_resume: Option<bool>,
     /// Volume mounts `(name, path)`.
@@ -153,7 +162,7 @@ impl Settings {
                 )));
             }
         }
-        if input.auto_resume == Some(true) && input.pause_on_timeout != Some(true) {
+        if input.auto_resume == Some(true) && input.on_timeout != Some(OnTimeout::Pause) {
             return Err(ToolError::invalid("auto-resume requires on-timeout: pause"));
         }
         if input.timeout_seconds == Some(0) {
@@ -176,7 +185,7 @@ impl Settings {
                 .unwrap_or(DEFAULT_REQUEST_TIMEOUT_MS),
             allow_internet_access: input.allow_internet_access,
             network: input.network,
-            pause_on_timeout: input.pause_on_timeout,
+            on_timeout: input.on_timeout,
             auto_resume: input.auto_resume,
             volume_mounts: input.volume_mounts,
             max_output_bytes: input
@@ -248,7 +257,7 @@ fn builtin_defaults() -> Settings {
         request_timeout_ms: DEFAULT_REQUEST_TIMEOUT_MS,
         allow_internet_access: None,
         network: None,
-        pause_on_timeout: None,
+        on_timeout: None,
         auto_resume: None,
         volume_mounts: Vec::new(),
         max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,

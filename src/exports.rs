@@ -4,7 +4,7 @@
 #![allow(unsafe_code)]
 
 use crate::args::{self, BackgroundArgs, RunCodeArgs, RunCommandArgs, ToolCall};
-use crate::config::{ConfigInput, NetworkRules, Settings};
+use crate::config::{ConfigInput, NetworkRules, OnTimeout, Settings};
 use crate::errors::{ErrorKind, ToolError};
 use crate::results::{self, Readiness, ToolOutput};
 use crate::{catalog, session, tools};
@@ -92,9 +92,10 @@ impl wit_lifecycle::Guest for Component {
                 allow_public_traffic: n.allow_public_traffic,
                 mask_request_host: n.mask_request_host,
             }),
-            pause_on_timeout: config
-                .on_timeout
-                .map(|t| matches!(t, wit_lifecycle::OnTimeout::Pause)),
+            on_timeout: config.on_timeout.map(|t| match t {
+                wit_lifecycle::OnTimeout::Kill => OnTimeout::Kill,
+                wit_lifecycle::OnTimeout::Pause => OnTimeout::Pause,
+            }),
             auto_resume: config.auto_resume,
             volume_mounts: config
                 .volume_mounts

@@ -12,7 +12,7 @@ use std::future::Future;
 use std::rc::Rc;
 
 use crate::api::{self, SandboxHandle};
-use crate::config::Settings;
+use crate::config::{OnTimeout, Settings};
 use crate::errors::{ErrorKind, Failure};
 use crate::platform::{Platform, ResponseBody};
 use crate::request::HttpRequest;
@@ -253,7 +253,7 @@ impl<P: Platform> Ctx<P> {
         let Some(handle) = session.sandbox else {
             return Ok(false);
         };
-        if session.settings.pause_on_timeout == Some(true) {
+        if session.settings.on_timeout == Some(OnTimeout::Pause) {
             self.update(|s| s.sandbox = None);
             return Ok(false);
         }
