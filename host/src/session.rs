@@ -128,7 +128,7 @@ static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
 /// its sandbox (E2B kills it at its timeout).
 pub struct Session {
     id: u64,
-    instance: Mutex<Instance>,
+    instance: Mutex<GuestInstance>,
 }
 
 impl std::fmt::Debug for Session {
@@ -139,7 +139,8 @@ impl std::fmt::Debug for Session {
     }
 }
 
-struct Instance {
+/// One instantiated component in its store, and what the host knows of it.
+struct GuestInstance {
     store: Store<SessionState>,
     bindings: E2bTools,
     /// The sandbox the component reported after the last call.
@@ -212,7 +213,7 @@ impl Session {
 
         Ok(Session {
             id,
-            instance: Mutex::new(Instance {
+            instance: Mutex::new(GuestInstance {
                 store,
                 bindings,
                 sandbox_id: None,
@@ -424,7 +425,7 @@ impl Session {
     }
 
     /// Waits for this session's turn, and gives the call its CPU budget.
-    async fn lock_alive(&self) -> Result<MutexGuard<'_, Instance>, SessionError> {
+    async fn lock_alive(&self) -> Result<MutexGuard<'_, GuestInstance>, SessionError> {
         let mut guard = self.instance.lock().await;
         if let Some(reason) = &guard.dead {
             return Err(SessionError::Dead(reason.clone()));
@@ -439,7 +440,7 @@ impl Session {
     }
 }
 
-impl Instance {
+impl GuestInstance {
     /// Turns a wasmtime error (a trap) into a dead session.
     fn settle<T>(&mut self, session: u64, result: wasmtime::Result<T>) -> Result<T, SessionError> {
         result.map_err(|err| {

@@ -24,12 +24,12 @@ const EXIT_FAILURE: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 
 /// An error that ends the command, with the exit status to use.
-struct Failure {
+struct CliFailure {
     code: u8,
     message: String,
 }
 
-impl Failure {
+impl CliFailure {
     fn usage(message: impl Into<String>) -> Self {
         Self {
             code: EXIT_USAGE,
@@ -66,14 +66,14 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
 }
 
 /// `tools`: the catalog needs no sandbox and no backend.
-async fn tools(global: &GlobalArgs) -> Result<u8, Failure> {
+async fn tools(global: &GlobalArgs) -> Result<u8, CliFailure> {
     let runtime = load_runtime(global).await?;
     let session = open_session(&runtime, global, e2b_env(std::env::vars())).await?;
-    let specs = session.list_tools().await.map_err(Failure::host)?;
+    let specs = session.list_tools().await.map_err(CliFailure::host)?;
     let mut catalog = Vec::with_capacity(specs.len());
     for spec in specs {
         let parameters: Value = serde_json::from_str(&spec.parameters_schema).map_err(|err| {
-            Failure::host(format!("tool {} has an invalid schema: {err}", spec.name))
+            CliFailure::host(format!("tool {} has an invalid schema: {err}", spec.name))
         })?;
         catalog.push(json!({
             "name": spec.name,
@@ -86,14 +86,14 @@ async fn tools(global: &GlobalArgs) -> Result<u8, Failure> {
 }
 
 /// `call TOOL [ARGS]`: one call in a fresh sandbox.
-async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, Failure> {
+async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, CliFailure> {
     let args: Value = match &call_args.args {
         None => json!({}),
         Some(text) => serde_json::from_str(text)
-            .map_err(|err| Failure::usage(format!("ARGS is not valid JSON: {err}")))?,
+            .map_err(|err| CliFailure::usage(format!("ARGS is not valid JSON: {err}")))?,
     };
     if !args.is_object() {
-        return Err(Failure::usage("ARGS must be a JSON object"));
+        return Err(CliFailure::usage("ARGS must be a JSON object"));
     }
     let runtime = load_runtime(global).await?;
     let (backend, env) = start_backend(global).await?;
@@ -102,12 +102,12 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, Failure> {
         let names: Vec<String> = session
             .list_tools()
             .await
-            .map_err(Failure::host)?
+            .map_err(CliFailure::host)?
             .into_iter()
             .map(|spec| spec.name)
             .collect();
         if !names.contains(&call_args.tool) {
-            return Err(Failure::usage(format!(
+            return Err(CliFailure::usage(format!(
                 "unknown tool {:?}; the tools are: {}",
                 call_args.tool,
                 names.join(", ")
@@ -118,7 +118,7 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, Failure> {
             interruptible(session.call_json(&call_args.tool, &args)).await
         };
         shutdown_session(&session).await;
-        let result = result?.map_err(Failure::host)?;
+        let result = result?.map_err(CliFailure::host)?;
         Ok(result)
     }
     .await;
@@ -136,14 +136,14 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, Failure> {
             &mut stdout.lock(),
             &mut stderr.lock(),
         )
-        .map_err(Failure::host)?;
+        .map_err(CliFailure::host)?;
     }
     let success = result.get("success").and_then(Value::as_bool) == Some(true);
     Ok(if success { 0 } else { EXIT_FAILURE })
 }
 
 /// `batch`: JSON lines in, one result line out per call, one sandbox.
-async fn batch(global: &GlobalArgs) -> Result<u8, Failure> {
+async fn batch(global: &GlobalArgs) -> Result<u8, CliFailure> {
     let runtime = load_runtime(global).await?;
     let (backend, env) = start_backend(global).await?;
     let outcome = async {
@@ -157,12 +157,12 @@ async fn batch(global: &GlobalArgs) -> Result<u8, Failure> {
     outcome
 }
 
-async fn run_batch_lines(session: &Session) -> Result<u8, Failure> {
+async fn run_batch_lines(session: &Session) -> Result<u8, CliFailure> {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
     let mut number = 0usize;
     let mut all_succeeded = true;
-    while let Some(line) = lines.next_line().await.map_err(Failure::host)? {
+    while let Some(line) = lines.next_line().await.map_err(CliFailure::host)? {
         number += 1;
         if line.trim().is_empty() {
             continue;
@@ -179,8 +179,8 @@ async fn run_batch_lines(session: &Session) -> Result<u8, Failure> {
         stdout
             .write_all(format!("{result}\n").as_bytes())
             .await
-            .map_err(Failure::host)?;
-        stdout.flush().await.map_err(Failure::host)?;
+            .map_err(CliFailure::host)?;
+        stdout.flush().await.map_err(CliFailure::host)?;
     }
     Ok(if all_succeeded { 0 } else { EXIT_FAILURE })
 }
@@ -206,13 +206,13 @@ fn failure_result(error: &str) -> Value {
 }
 
 /// `mcp`: an MCP server on stdio, one session for the connection.
-async fn mcp(global: &GlobalArgs) -> Result<u8, Failure> {
+async fn mcp(global: &GlobalArgs) -> Result<u8, CliFailure> {
     let runtime = load_runtime(global).await?;
     let (backend, env) = start_backend(global).await?;
     let outcome = async {
         let session = open_session(&runtime, global, env).await?;
-        let server = McpServer::new(session).await.map_err(Failure::host)?;
-        server.serve_stdio().await.map_err(Failure::host)
+        let server = McpServer::new(session).await.map_err(CliFailure::host)?;
+        server.serve_stdio().await.map_err(CliFailure::host)
     }
     .await;
     backend.shutdown().await;
@@ -220,7 +220,7 @@ async fn mcp(global: &GlobalArgs) -> Result<u8, Failure> {
 }
 
 /// `local serve`: the local server alone, for the official SDKs.
-async fn local_serve(global: &GlobalArgs, port: u16) -> Result<u8, Failure> {
+async fn local_serve(global: &GlobalArgs, port: u16) -> Result<u8, CliFailure> {
     let options = e2b_local::Options {
         port,
         isolation: if global.no_isolation {
@@ -243,11 +243,11 @@ async fn local_serve(global: &GlobalArgs, port: u16) -> Result<u8, Failure> {
         eprintln!("e2b-tools: {}", server.isolation());
     })
     .await
-    .map_err(Failure::host)?;
+    .map_err(CliFailure::host)?;
     Ok(0)
 }
 
-async fn load_runtime(global: &GlobalArgs) -> Result<Runtime, Failure> {
+async fn load_runtime(global: &GlobalArgs) -> Result<Runtime, CliFailure> {
     let source = match &global.component {
         Some(path) => ComponentSource::File(path.clone()),
         None => ComponentSource::Embedded,
@@ -256,14 +256,14 @@ async fn load_runtime(global: &GlobalArgs) -> Result<Runtime, Failure> {
     // async workers.
     tokio::task::spawn_blocking(move || Runtime::load(source))
         .await
-        .map_err(Failure::host)?
-        .map_err(Failure::host)
+        .map_err(CliFailure::host)?
+        .map_err(CliFailure::host)
 }
 
 /// Starts the chosen backend; returns it and the environment sessions get.
 async fn start_backend(
     global: &GlobalArgs,
-) -> Result<(Backend, BTreeMap<String, String>), Failure> {
+) -> Result<(Backend, BTreeMap<String, String>), CliFailure> {
     let env = e2b_env(std::env::vars());
     let kind = match global.backend {
         Some(BackendArg::E2b) => BackendKind::E2b,
@@ -283,7 +283,7 @@ async fn start_backend(
     };
     let backend = Backend::start(kind, &env, &local)
         .await
-        .map_err(Failure::host)?;
+        .map_err(CliFailure::host)?;
     let session_env = backend.session_env(&env);
     Ok((backend, session_env))
 }
@@ -292,7 +292,7 @@ async fn open_session(
     runtime: &Runtime,
     global: &GlobalArgs,
     env: BTreeMap<String, String>,
-) -> Result<Session, Failure> {
+) -> Result<Session, CliFailure> {
     let options = SessionOptions {
         config: sandbox_config(global),
         env,
@@ -301,7 +301,9 @@ async fn open_session(
         policy: None,
         ..SessionOptions::default()
     };
-    Session::open(runtime, options).await.map_err(Failure::host)
+    Session::open(runtime, options)
+        .await
+        .map_err(CliFailure::host)
 }
 
 fn sandbox_config(global: &GlobalArgs) -> SandboxConfig {
@@ -326,22 +328,22 @@ async fn shutdown_session(session: &Session) {
 
 /// Runs `work` unless Ctrl-C comes first (then the caller still shuts the
 /// sandbox down).
-async fn interruptible<T>(work: impl std::future::Future<Output = T>) -> Result<T, Failure> {
+async fn interruptible<T>(work: impl std::future::Future<Output = T>) -> Result<T, CliFailure> {
     tokio::select! {
         result = work => Ok(result),
-        _ = tokio::signal::ctrl_c() => Err(Failure {
+        _ = tokio::signal::ctrl_c() => Err(CliFailure {
             code: 130,
             message: "interrupted".into(),
         }),
     }
 }
 
-fn print_stdout(text: &str) -> Result<(), Failure> {
+fn print_stdout(text: &str) -> Result<(), CliFailure> {
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
-        .map_err(Failure::host)
+        .map_err(CliFailure::host)
 }
 
 fn pretty(value: &Value) -> String {

@@ -61,7 +61,7 @@ pub enum Launcher {
     /// In bubblewrap sandboxes.
     Bwrap(Arc<Isolated>),
     /// Directly on the host (explicit opt-out; no isolation at all).
-    Unisolated,
+    None,
 }
 
 /// What isolated sandboxes are made with on this machine.
@@ -108,7 +108,7 @@ impl Launcher {
             tracing::warn!(
                 "running sandboxes WITHOUT isolation: commands can read and write the whole host"
             );
-            return Ok(Launcher::Unisolated);
+            return Ok(Launcher::None);
         }
         let need = |name: &str, package: &str| {
             limits::find(name).ok_or_else(|| {
@@ -162,7 +162,7 @@ impl Launcher {
     /// One line saying which layers are in force, for the startup log.
     pub fn describe(&self) -> String {
         match self {
-            Launcher::Unisolated => "isolation: NONE (--no-isolation)".into(),
+            Launcher::None => "isolation: NONE (--no-isolation)".into(),
             Launcher::Bwrap(i) => format!(
                 "isolation: bubblewrap; users: {}; limits: {}; disk: {}; network: {}",
                 if i.privileged {
@@ -244,7 +244,7 @@ impl Launcher {
     pub fn limits(&self) -> Limits {
         match self {
             Launcher::Bwrap(i) => i.limits,
-            Launcher::Unisolated => Limits::default(),
+            Launcher::None => Limits::default(),
         }
     }
 
@@ -447,7 +447,7 @@ impl SandboxRunner {
                 let target = self.anchor_target(iso)?;
                 self.join_command(iso, target, program, args, cwd, who)
             }
-            Launcher::Unisolated => {
+            Launcher::None => {
                 let mut cmd = std::process::Command::new(program);
                 cmd.args(args);
                 let inside = cwd.trim_start_matches('/');
@@ -463,7 +463,7 @@ impl SandboxRunner {
         cmd.env_clear();
         let home = match self.launcher {
             Launcher::Bwrap(_) => home.to_string(),
-            Launcher::Unisolated => self.paths.home().to_string_lossy().into_owned(),
+            Launcher::None => self.paths.home().to_string_lossy().into_owned(),
         };
         cmd.env("PATH", SANDBOX_PATH)
             .env("HOME", home)
@@ -591,7 +591,7 @@ impl SandboxRunner {
                     .map(|a| Arc::clone(&a.root))
                     .ok_or_else(|| LaunchError::Anchor("the sandbox stopped".into()))
             }
-            Launcher::Unisolated => open_dir(self.paths.root())
+            Launcher::None => open_dir(self.paths.root())
                 .map(Arc::new)
                 .map_err(|e| LaunchError::Anchor(e.to_string())),
         }
@@ -622,7 +622,7 @@ impl SandboxRunner {
                     .map_err(std::io::Error::other)??
                 }
             }
-            Launcher::Unisolated => {
+            Launcher::None => {
                 return tokio::net::TcpStream::connect(("127.0.0.1", port)).await;
             }
         };
