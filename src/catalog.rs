@@ -1,6 +1,7 @@
 //! The tools as data: e2b-adk's exact descriptions, their arguments as
 //! standard JSON Schema (usable by OpenAI, Anthropic, Gemini and MCP), and
-//! the system-prompt fragment.
+//! the system-prompt fragment. The schemas are `src/schemas/<tool>.json`,
+//! embedded as written.
 
 use crate::config::Settings;
 
@@ -20,32 +21,32 @@ pub const TOOLS: [ToolSpec; 6] = [
     ToolSpec {
         name: "run_code",
         description: "Execute a code snippet inside an isolated E2B sandbox and return its stdout, stderr, the last expression's value, and any runtime error. Use this to actually run and verify code rather than only reasoning about it. Defaults to Python.",
-        parameters_schema: r#"{"type":"object","properties":{"code":{"type":"string","description":"The source code to execute in the sandbox."},"language":{"type":"string","enum":["python","javascript","typescript","r","java","bash"],"description":"Language the code is written in. One of: python, javascript, typescript, r, java, bash. Optional; defaults to 'python' when omitted."},"envs":{"type":"object","additionalProperties":{"type":"string"},"description":"Optional environment variables for the execution."},"timeout":{"type":"integer","description":"Optional timeout in seconds for the execution."}},"required":["code"]}"#,
+        parameters_schema: include_str!("schemas/run_code.json"),
     },
     ToolSpec {
         name: "run_command",
         description: "Run a shell command inside an isolated E2B sandbox and return its stdout, stderr, and exit code. Use this for shell tasks such as installing packages or inspecting the filesystem. cwd and env vars do not persist between calls.",
-        parameters_schema: r#"{"type":"object","properties":{"command":{"type":"string","description":"The shell command to run in the sandbox."},"cwd":{"type":"string","description":"Optional working directory for the command."},"envs":{"type":"object","additionalProperties":{"type":"string"},"description":"Optional environment variables for the command."},"timeout":{"type":"integer","description":"Optional timeout in seconds for the command."}},"required":["command"]}"#,
+        parameters_schema: include_str!("schemas/run_command.json"),
     },
     ToolSpec {
         name: "write_file",
         description: "Write a text file into an isolated E2B sandbox at the given path, creating or overwriting it. Use this to place source files, configs, or data into the sandbox before running them.",
-        parameters_schema: r#"{"type":"object","properties":{"path":{"type":"string","description":"Destination path for the file in the sandbox."},"content":{"type":"string","description":"The text content to write to the file."}},"required":["path","content"]}"#,
+        parameters_schema: include_str!("schemas/write_file.json"),
     },
     ToolSpec {
         name: "read_file",
         description: "Read a text file from an isolated E2B sandbox at the given path and return its content. Use this to inspect files the sandbox produced or that you wrote earlier.",
-        parameters_schema: r#"{"type":"object","properties":{"path":{"type":"string","description":"Path of the file to read from the sandbox."}},"required":["path"]}"#,
+        parameters_schema: include_str!("schemas/read_file.json"),
     },
     ToolSpec {
         name: "list_files",
         description: "List the entries of a directory in an isolated E2B sandbox. Returns each child's name and type (file or dir). Defaults to the current directory. Use this to explore the sandbox filesystem.",
-        parameters_schema: r#"{"type":"object","properties":{"path":{"type":"string","description":"Directory to list in the sandbox. Optional; defaults to '.' (the current directory)."}},"required":[]}"#,
+        parameters_schema: include_str!("schemas/list_files.json"),
     },
     ToolSpec {
         name: "start_background_command",
         description: "Start a long-running command (such as a web/dev server) inside an isolated E2B sandbox and return immediately with its process id. Provide a port to also get a preview URL for the exposed service; the URL is syntactic and readiness is not verified.",
-        parameters_schema: r#"{"type":"object","properties":{"command":{"type":"string","description":"The command to start in the background."},"port":{"type":"integer","minimum":1,"maximum":65535,"description":"Optional port the command exposes; when given, a preview URL for that port is returned."},"cwd":{"type":"string","description":"Optional working directory for the command."},"envs":{"type":"object","additionalProperties":{"type":"string"},"description":"Optional environment variables for the command."},"timeout":{"type":"integer","description":"Optional max lifetime in seconds for the background process before the sandbox stops it (E2B default is 60s). Pass a larger value for a long-lived server, or 0 to disable the timeout."}},"required":["command"]}"#,
+        parameters_schema: include_str!("schemas/start_background_command.json"),
     },
 ];
 
@@ -99,5 +100,74 @@ mod tests {
         assert!(text.contains("/home/user"));
         assert!(text.contains("code-interpreter-v1"));
         assert!(text.contains("10000 bytes"));
+    }
+
+    /// The schemas models see and the parser that checks their calls agree
+    /// on what is valid (cases on both sides of every rule the schemas state).
+    #[test]
+    fn every_schema_agrees_with_the_argument_parser() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("run_code", r#"{"code": "1"}"#, true),
+            (
+                "run_code",
+                r#"{"code": "1", "language": "javascript", "envs": {"A": "b"}, "timeout": 5}"#,
+                true,
+            ),
+            ("run_code", r#"{}"#, false),
+            ("run_code", r#"{"code": 1}"#, false),
+            ("run_code", r#"{"code": "1", "envs": {"A": 1}}"#, false),
+            (
+                "run_command",
+                r#"{"command": "ls", "cwd": "/tmp", "timeout": 3}"#,
+                true,
+            ),
+            ("run_command", r#"{"cwd": "/tmp"}"#, false),
+            (
+                "run_command",
+                r#"{"command": "ls", "envs": {"A": 1}}"#,
+                false,
+            ),
+            ("write_file", r#"{"path": "a", "content": ""}"#, true),
+            ("write_file", r#"{"path": "a"}"#, false),
+            ("write_file", r#"{"content": "x"}"#, false),
+            ("read_file", r#"{"path": "a"}"#, true),
+            ("read_file", r#"{}"#, false),
+            ("list_files", r#"{}"#, true),
+            ("list_files", r#"{"path": "/tmp"}"#, true),
+            ("start_background_command", r#"{"command": "x"}"#, true),
+            (
+                "start_background_command",
+                r#"{"command": "x", "port": 8080, "timeout": 0}"#,
+                true,
+            ),
+            (
+                "start_background_command",
+                r#"{"command": "x", "port": 0}"#,
+                false,
+            ),
+            (
+                "start_background_command",
+                r#"{"command": "x", "port": 70000}"#,
+                false,
+            ),
+            ("start_background_command", r#"{"port": 80}"#, false),
+        ];
+        for (tool, args, valid) in cases {
+            let spec = TOOLS.iter().find(|t| t.name == *tool).unwrap();
+            let schema: serde_json::Value = serde_json::from_str(spec.parameters_schema).unwrap();
+            let validator = jsonschema::validator_for(&schema).unwrap();
+            let instance: serde_json::Value = serde_json::from_str(args).unwrap();
+            assert_eq!(
+                validator.is_valid(&instance),
+                *valid,
+                "schema of {tool} on {args}"
+            );
+            let parsed = crate::args::parse_call(tool, args);
+            assert_eq!(
+                parsed.is_ok(),
+                *valid,
+                "parser on {tool} {args}: {parsed:?}"
+            );
+        }
     }
 }
