@@ -380,13 +380,14 @@ pub fn write_file_request(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::config::ConfigInput;
     use e2b_wire::connect::FLAG_END_STREAM;
     use e2b_wire::process::{end_event, DataEvent, StartEvent};
 
-    fn fixture() -> (Settings, SandboxHandle) {
+    /// Settings with one sandbox URL, and an open sandbox `sbx1`.
+    pub(crate) fn fixture() -> (Settings, SandboxHandle) {
         let settings = Settings::resolve(
             ConfigInput {
                 sandbox_url: Some("http://127.0.0.1:4000".into()),

@@ -361,7 +361,6 @@ const KNOWN_TYPES: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ConfigInput;
 
     const STREAM: &str = concat!(
         "{\"type\": \"number_of_executions\", \"execution_count\": 1}\n",
@@ -375,21 +374,7 @@ mod tests {
 
     #[test]
     fn request_matches_code_interpreter_sdk() {
-        let settings = Settings::resolve(
-            ConfigInput {
-                sandbox_url: Some("http://127.0.0.1:4000".into()),
-                ..Default::default()
-            },
-            |_| None,
-        )
-        .unwrap();
-        let handle = SandboxHandle {
-            id: "sbx1".into(),
-            access_token: Some("tok".into()),
-            traffic_token: None,
-            domain: None,
-            envd_version: "0.6.13".into(),
-        };
+        let (settings, handle) = crate::envd::tests::fixture();
         let req = execute_request(&settings, &handle, "x", "python", &BTreeMap::new());
         assert_eq!(req.url, "http://127.0.0.1:4000/execute");
         assert_eq!(req.header_value("e2b-sandbox-port"), Some("49999"));

@@ -693,6 +693,15 @@ mod orchestration_tests {
         })
     }
 
+    fn python(code: &str) -> ToolCall {
+        ToolCall::RunCode(RunCodeArgs {
+            code: code.into(),
+            language: "python".into(),
+            envs: Default::default(),
+            timeout_ms: None,
+        })
+    }
+
     fn background(command: &str, port: Option<u16>) -> ToolCall {
         ToolCall::StartBackground(BackgroundArgs {
             command: command.into(),
@@ -859,13 +868,7 @@ mod orchestration_tests {
                 r#"{"sandboxId":"sbx1","message":"The sandbox was not found","code":502}"#,
             )],
         );
-        let call = ToolCall::RunCode(RunCodeArgs {
-            code: "1".into(),
-            language: "python".into(),
-            envs: Default::default(),
-            timeout_ms: None,
-        });
-        let err = run(&ctx.platform.clock, execute(&ctx, call)).unwrap_err();
+        let err = run(&ctx.platform.clock, execute(&ctx, python("1"))).unwrap_err();
         assert_eq!(err.kind, ErrorKind::SandboxExpired, "{err:?}");
         assert!(
             err.message.contains("The sandbox was killed"),
@@ -883,13 +886,7 @@ mod orchestration_tests {
         );
         ctx.platform
             .route("Get http://sbx.test/health", vec![Answer::new(204, "")]);
-        let call = ToolCall::RunCode(RunCodeArgs {
-            code: "1".into(),
-            language: "python".into(),
-            envs: Default::default(),
-            timeout_ms: None,
-        });
-        let err = run(&ctx.platform.clock, execute(&ctx, call)).unwrap_err();
+        let err = run(&ctx.platform.clock, execute(&ctx, python("1"))).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Network, "{err:?}");
     }
 }

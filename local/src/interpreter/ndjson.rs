@@ -27,11 +27,8 @@ impl serde_json::ser::Formatter for PythonStyle {
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        // The same `, ` between members as between array values.
+        self.begin_array_value(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(

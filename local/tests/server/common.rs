@@ -57,6 +57,22 @@ impl Harness {
         }
     }
 
+    /// Sends a control-plane request without a body.
+    pub async fn api_send(&self, method: reqwest::Method, path: &str) -> reqwest::Response {
+        self.api(method, path).send().await.unwrap()
+    }
+
+    /// Sends a sandbox-plane request without a body.
+    pub async fn sandbox_send(
+        &self,
+        sbx: &Sbx,
+        port: u16,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::Response {
+        self.sandbox(sbx, port, method, path).send().await.unwrap()
+    }
+
     /// `GET /sandboxes/{id}`'s JSON.
     pub async fn detail(&self, sbx: &Sbx) -> Value {
         self.api(reqwest::Method::GET, &format!("/sandboxes/{}", sbx.id))
@@ -102,6 +118,12 @@ impl Harness {
             status,
             serde_json::from_str(&text).unwrap_or(Value::String(text)),
         )
+    }
+
+    /// A `filesystem.Filesystem` RPC (`Stat`, `ListDir`, `MakeDir`, …).
+    pub async fn filesystem(&self, sbx: &Sbx, method: &str, body: Value) -> (u16, Value) {
+        self.unary(sbx, &format!("/filesystem.Filesystem/{method}"), body)
+            .await
     }
 
     /// A server-streaming Connect call: every message, then the end-stream payload.

@@ -27,10 +27,8 @@ async fn create_get_list_timeout_kill() {
     assert!(sbx["envdAccessToken"].is_string());
 
     let detail: Value = h
-        .api(Method::GET, &format!("/sandboxes/{id}"))
-        .send()
+        .api_send(Method::GET, &format!("/sandboxes/{id}"))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -53,10 +51,8 @@ async fn create_get_list_timeout_kill() {
     // metadata=user%3Da%2Bb%2526c : k=v with v percent-encoded once more.
     let q = "metadata=user%3Da%2520b%2526c&state=running";
     let list: Vec<Value> = h
-        .api(Method::GET, &format!("/v2/sandboxes?{q}"))
-        .send()
+        .api_send(Method::GET, &format!("/v2/sandboxes?{q}"))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -64,10 +60,8 @@ async fn create_get_list_timeout_kill() {
     assert_eq!(list[0]["sandboxID"], id.as_str());
     assert!(list[0].get("envdAccessToken").is_none());
     let paused: Vec<Value> = h
-        .api(Method::GET, "/v2/sandboxes?state=paused")
-        .send()
+        .api_send(Method::GET, "/v2/sandboxes?state=paused")
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -78,10 +72,8 @@ async fn create_get_list_timeout_kill() {
         ("startedAfter=2999-01-01T00:00:00Z", 0),
     ] {
         let list: Vec<Value> = h
-            .api(Method::GET, &format!("/v2/sandboxes?{q}"))
-            .send()
+            .api_send(Method::GET, &format!("/v2/sandboxes?{q}"))
             .await
-            .unwrap()
             .json()
             .await
             .unwrap();
@@ -97,16 +89,12 @@ async fn create_get_list_timeout_kill() {
     assert_eq!(resp.status(), 204);
 
     let resp = h
-        .api(Method::DELETE, &format!("/sandboxes/{id}"))
-        .send()
-        .await
-        .unwrap();
+        .api_send(Method::DELETE, &format!("/sandboxes/{id}"))
+        .await;
     assert_eq!(resp.status(), 204);
     let resp = h
-        .api(Method::DELETE, &format!("/sandboxes/{id}"))
-        .send()
-        .await
-        .unwrap();
+        .api_send(Method::DELETE, &format!("/sandboxes/{id}"))
+        .await;
     assert_eq!(resp.status(), 404);
     assert_eq!(resp.headers()["should-retry"], "false");
     let body: Value = resp.json().await.unwrap();
@@ -177,7 +165,7 @@ async fn auth_and_bad_requests() {
         let v: Value = resp.json().await.unwrap();
         assert_eq!(v["code"], 400);
     }
-    let resp = h.api(Method::GET, "/nope").send().await.unwrap();
+    let resp = h.api_send(Method::GET, "/nope").await;
     assert_eq!(resp.status(), 404);
     h.server.shutdown().await;
 }
@@ -239,32 +227,24 @@ async fn pause_keeps_files_and_connect_resumes() {
         .unwrap();
     assert_eq!(resp.status(), 200);
     let resp = h
-        .api(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
-        .send()
-        .await
-        .unwrap();
+        .api_send(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
+        .await;
     assert_eq!(resp.status(), 204);
     let resp = h
-        .api(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
-        .send()
-        .await
-        .unwrap();
+        .api_send(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
+        .await;
     assert_eq!(resp.status(), 409);
     let detail: Value = h
-        .api(Method::GET, &format!("/sandboxes/{}", sbx.id))
-        .send()
+        .api_send(Method::GET, &format!("/sandboxes/{}", sbx.id))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     assert_eq!(detail["state"], "paused");
     // Paused without autoResume: the sandbox plane does not answer.
     let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=keep.txt")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=keep.txt")
+        .await;
     assert_eq!(resp.status(), 502);
     let resp = h
         .api(Method::POST, &format!("/v2/sandboxes/{}/connect", sbx.id))
@@ -274,10 +254,8 @@ async fn pause_keeps_files_and_connect_resumes() {
         .unwrap();
     assert_eq!(resp.status(), 201);
     let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=keep.txt")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=keep.txt")
+        .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.text().await.unwrap(), "kept");
     h.server.shutdown().await;

@@ -63,15 +63,13 @@ async fn upload_download_roundtrip() {
         .unwrap();
     assert_eq!(resp.status(), 200);
     let resp = h
-        .sandbox(
+        .sandbox_send(
             &sbx,
             49983,
             Method::GET,
             "/files?path=%2Fhome%2Fuser%2Fbin.dat",
         )
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(resp.status(), 200);
     assert!(resp.headers().get("content-encoding").is_none());
     assert_eq!(resp.bytes().await.unwrap().as_ref(), &[0u8, 255, 1]);
@@ -85,10 +83,8 @@ async fn upload_download_roundtrip() {
     .await;
     assert_eq!(stdout_of(&events), "hélloonetwo");
     let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=/tmp/by-cmd.txt")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=/tmp/by-cmd.txt")
+        .await;
     assert_eq!(resp.text().await.unwrap(), "made\n");
     h.server.shutdown().await;
 }
@@ -98,10 +94,8 @@ async fn files_errors() {
     let h = start().await;
     let sbx = h.create_default().await;
     let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=/tmp/missing.txt")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=/tmp/missing.txt")
+        .await;
     assert_eq!(resp.status(), 404);
     let v: Value = resp.json().await.unwrap();
     assert_eq!(
@@ -109,10 +103,8 @@ async fn files_errors() {
         json!({"code": 404, "message": "path '/tmp/missing.txt' does not exist"})
     );
     let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=/tmp")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=/tmp")
+        .await;
     assert_eq!(resp.status(), 400);
     for path in ["/proc/forbidden.txt", "/etc/x.txt"] {
         let resp = h
@@ -180,10 +172,8 @@ async fn gzip_octet_stream_upload() {
         .unwrap();
     assert_eq!(resp.status(), 200);
     let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=z.txt")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=z.txt")
+        .await;
     assert_eq!(resp.text().await.unwrap(), "compressed text");
     let resp = h
         .sandbox(&sbx, 49983, Method::POST, "/files?path=bad.txt")
@@ -227,10 +217,8 @@ async fn a_file_larger_than_memory_limits_streams_without_the_server_growing() {
     assert_eq!(stdout_of(&events), "ok\n");
     let before = rss_kib();
     let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=%2Ftmp%2Fbig")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=%2Ftmp%2Fbig")
+        .await;
     assert_eq!(resp.status(), 200);
     let mut body = resp.bytes_stream();
     let (mut seen, mut peak) = (0u64, before);

@@ -15,13 +15,7 @@ async fn stat_list_make_move_remove() {
     )
     .await;
 
-    let (status, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/Stat",
-            json!({"path": "d/a.txt"}),
-        )
-        .await;
+    let (status, v) = h.filesystem(&sbx, "Stat", json!({"path": "d/a.txt"})).await;
     assert_eq!(status, 200);
     let e = &v["entry"];
     assert_eq!(e["name"], "a.txt");
@@ -33,11 +27,7 @@ async fn stat_list_make_move_remove() {
     assert!(e["modifiedTime"].as_str().unwrap().ends_with('Z'));
 
     let (_, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/ListDir",
-            json!({"path": "/home/user/d", "depth": 1}),
-        )
+        .filesystem(&sbx, "ListDir", json!({"path": "/home/user/d", "depth": 1}))
         .await;
     let names: Vec<&str> = v["entries"]
         .as_array()
@@ -49,11 +39,7 @@ async fn stat_list_make_move_remove() {
     assert_eq!(v["entries"][1]["type"], "FILE_TYPE_DIRECTORY");
     assert_eq!(v["entries"][1]["mode"].as_u64().unwrap() >> 31, 1);
     let (_, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/ListDir",
-            json!({"path": "d", "depth": 2}),
-        )
+        .filesystem(&sbx, "ListDir", json!({"path": "d", "depth": 2}))
         .await;
     let paths: Vec<&str> = v["entries"]
         .as_array()
@@ -66,11 +52,7 @@ async fn stat_list_make_move_remove() {
         ["/home/user/d/a.txt", "/home/user/d/e", "/home/user/d/e/f"]
     );
     let (_, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/ListDir",
-            json!({"path": "/home/user"}),
-        )
+        .filesystem(&sbx, "ListDir", json!({"path": "/home/user"}))
         .await;
     let t = v["entries"]
         .as_array()
@@ -83,11 +65,7 @@ async fn stat_list_make_move_remove() {
     assert_eq!(t["symlinkTarget"], "/tmp");
 
     let (status, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/ListDir",
-            json!({"path": "/nope"}),
-        )
+        .filesystem(&sbx, "ListDir", json!({"path": "/nope"}))
         .await;
     assert_eq!(status, 404);
     assert_eq!(v["code"], "not_found");
@@ -96,58 +74,36 @@ async fn stat_list_make_move_remove() {
         .unwrap()
         .starts_with("directory not found: "));
     let (status, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/ListDir",
-            json!({"path": "d/a.txt"}),
-        )
+        .filesystem(&sbx, "ListDir", json!({"path": "d/a.txt"}))
         .await;
     assert_eq!(status, 400);
     assert_eq!(
         v,
         json!({"code": "invalid_argument", "message": "path is not a directory: /home/user/d/a.txt"})
     );
-    let (status, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/Stat",
-            json!({"path": "missing"}),
-        )
-        .await;
+    let (status, v) = h.filesystem(&sbx, "Stat", json!({"path": "missing"})).await;
     assert_eq!(status, 404);
     assert_eq!(v["code"], "not_found");
 
     let (status, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/MakeDir",
-            json!({"path": "new/deep"}),
-        )
+        .filesystem(&sbx, "MakeDir", json!({"path": "new/deep"}))
         .await;
     assert_eq!(status, 200);
     assert_eq!(v["entry"]["path"], "/home/user/new/deep");
     let (status, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/MakeDir",
-            json!({"path": "new/deep"}),
-        )
+        .filesystem(&sbx, "MakeDir", json!({"path": "new/deep"}))
         .await;
     assert_eq!(status, 409);
     assert_eq!(v["code"], "already_exists");
     let (status, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/MakeDir",
-            json!({"path": "/etc/newdir"}),
-        )
+        .filesystem(&sbx, "MakeDir", json!({"path": "/etc/newdir"}))
         .await;
     assert_eq!(status, 403, "{v}");
 
     let (status, v) = h
-        .unary(
+        .filesystem(
             &sbx,
-            "/filesystem.Filesystem/Move",
+            "Move",
             json!({"source": "d/a.txt", "destination": "/tmp/moved/b.txt"}),
         )
         .await;
@@ -156,28 +112,16 @@ async fn stat_list_make_move_remove() {
     let (events, _) = run(&h, &sbx, "cat /tmp/moved/b.txt").await;
     assert_eq!(crate::common::stdout_of(&events), "hello\n");
     let (status, _) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/Move",
-            json!({"source": "gone", "destination": "x"}),
-        )
+        .filesystem(&sbx, "Move", json!({"source": "gone", "destination": "x"}))
         .await;
     assert_eq!(status, 404);
 
-    let (status, _) = h
-        .unary(&sbx, "/filesystem.Filesystem/Remove", json!({"path": "d"}))
-        .await;
+    let (status, _) = h.filesystem(&sbx, "Remove", json!({"path": "d"})).await;
     assert_eq!(status, 200);
-    let (status, _) = h
-        .unary(&sbx, "/filesystem.Filesystem/Stat", json!({"path": "d"}))
-        .await;
+    let (status, _) = h.filesystem(&sbx, "Stat", json!({"path": "d"})).await;
     assert_eq!(status, 404);
     let (status, _) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/Remove",
-            json!({"path": "/etc/hostname"}),
-        )
+        .filesystem(&sbx, "Remove", json!({"path": "/etc/hostname"}))
         .await;
     assert_eq!(status, 403);
     h.server.shutdown().await;
@@ -200,11 +144,7 @@ async fn sandboxes_do_not_see_each_other() {
         "/home/user:\n\n/tmp:\nuser\n"
     );
     let (status, v): (u16, Value) = h
-        .unary(
-            &b,
-            "/filesystem.Filesystem/Stat",
-            json!({"path": "/home/user/s.txt"}),
-        )
+        .filesystem(&b, "Stat", json!({"path": "/home/user/s.txt"}))
         .await;
     assert_eq!(status, 404, "{v}");
     h.server.shutdown().await;

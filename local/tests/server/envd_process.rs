@@ -444,10 +444,8 @@ async fn unisolated_mode_runs_in_the_sandbox_home() {
     assert_eq!(stdout_of(&events), "hi\nuser\n");
     assert_eq!(end, json!({}));
     let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=a.txt")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=a.txt")
+        .await;
     assert_eq!(resp.text().await.unwrap(), "hi\n");
     h.server.shutdown().await;
 }
@@ -562,11 +560,7 @@ async fn garbage_to_every_rpc_gets_an_error_and_the_server_lives_on() {
             }
         }
     }
-    let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/health")
-        .send()
-        .await
-        .unwrap();
+    let resp = h.sandbox_send(&sbx, 49983, Method::GET, "/health").await;
     assert_eq!(resp.status(), 204);
     h.server.shutdown().await;
 }

@@ -17,10 +17,8 @@ const HOST_ONLY_VAR: &str = "CARGO_PKG_NAME";
 async fn download(h: &Harness, sbx: &Sbx, path: &str) -> (u16, String) {
     let q = serde_urlencoded::to_string([("path", path)]).unwrap();
     let resp = h
-        .sandbox(sbx, 49983, Method::GET, &format!("/files?{q}"))
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(sbx, 49983, Method::GET, &format!("/files?{q}"))
+        .await;
     let status = resp.status().as_u16();
     (status, resp.text().await.unwrap_or_default())
 }
@@ -127,11 +125,7 @@ async fn host_files_are_not_there() {
     // Listing the host's private directories shows nothing of the host.
     for dir in ["/root", "/home"] {
         let (status, v) = h
-            .unary(
-                &sbx,
-                "/filesystem.Filesystem/ListDir",
-                json!({"path": dir, "depth": 1}),
-            )
+            .filesystem(&sbx, "ListDir", json!({"path": dir, "depth": 1}))
             .await;
         assert_eq!(status, 200, "{v}");
         let names: Vec<&str> = v["entries"]
@@ -143,11 +137,7 @@ async fn host_files_are_not_there() {
     }
     let parent = std::path::Path::new(project_file).parent().unwrap();
     let (status, v) = h
-        .unary(
-            &sbx,
-            "/filesystem.Filesystem/ListDir",
-            json!({"path": parent.to_str().unwrap()}),
-        )
+        .filesystem(&sbx, "ListDir", json!({"path": parent.to_str().unwrap()}))
         .await;
     assert_eq!(status, 404, "{v}");
     let (events, _) = run(&h, &sbx, "ls -A /").await;
@@ -412,11 +402,7 @@ async fn sandbox_ports_are_reached_inside_its_namespace_only() {
     .await;
     let mut body = String::new();
     for _ in 0..100 {
-        let resp = h
-            .sandbox(&sbx, port, Method::GET, "/page.txt")
-            .send()
-            .await
-            .unwrap();
+        let resp = h.sandbox_send(&sbx, port, Method::GET, "/page.txt").await;
         if resp.status() == 200 {
             body = resp.text().await.unwrap();
             break;

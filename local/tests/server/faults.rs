@@ -51,10 +51,8 @@ async fn status_and_delay() {
     ));
     let t = Instant::now();
     let resp = h
-        .api(Method::GET, &format!("/sandboxes/{}", sbx.id))
-        .send()
-        .await
-        .unwrap();
+        .api_send(Method::GET, &format!("/sandboxes/{}", sbx.id))
+        .await;
     assert_eq!(resp.status(), 200);
     assert!(t.elapsed() >= Duration::from_millis(400));
     h.server
@@ -62,10 +60,8 @@ async fn status_and_delay() {
         .inject(rule("/sandboxes/", 5, Fault::Delay(Duration::from_secs(5))));
     h.server.faults().clear();
     let t = Instant::now();
-    h.api(Method::GET, &format!("/sandboxes/{}", sbx.id))
-        .send()
-        .await
-        .unwrap();
+    h.api_send(Method::GET, &format!("/sandboxes/{}", sbx.id))
+        .await;
     assert!(t.elapsed() < Duration::from_secs(4));
     h.server.shutdown().await;
 }
@@ -137,18 +133,14 @@ async fn reset_and_malformed_streams() {
         .unwrap();
     assert_eq!(resp.status(), 200);
     let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=l.txt")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=l.txt")
+        .await;
     h.server
         .faults()
         .inject(rule("/files", 1, Fault::BlankNdjsonLine));
     let resp2 = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=l.txt")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=l.txt")
+        .await;
     assert_eq!(resp.text().await.unwrap(), "a\nb\n");
     assert_eq!(resp2.text().await.unwrap(), "a\n\nb\n");
     h.server.shutdown().await;
@@ -159,17 +151,11 @@ async fn expire_now_makes_the_sandbox_gone() {
     let h = start().await;
     let sbx = h.create_default().await;
     h.server.faults().expire_now(&sbx.id);
-    let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/health")
-        .send()
-        .await
-        .unwrap();
+    let resp = h.sandbox_send(&sbx, 49983, Method::GET, "/health").await;
     assert_eq!(resp.status(), 502);
     let resp = h
-        .api(Method::GET, &format!("/sandboxes/{}", sbx.id))
-        .send()
-        .await
-        .unwrap();
+        .api_send(Method::GET, &format!("/sandboxes/{}", sbx.id))
+        .await;
     assert_eq!(resp.status(), 404);
     h.server.shutdown().await;
 }

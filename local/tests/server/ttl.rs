@@ -46,24 +46,14 @@ async fn short_timeout_kills_sandbox_and_processes() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(sleeping("601"));
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/health")
-        .send()
-        .await
-        .unwrap();
+    let resp = h.sandbox_send(&sbx, 49983, Method::GET, "/health").await;
     assert_eq!(resp.status(), 204);
     tokio::time::sleep(Duration::from_millis(1600)).await;
-    let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/health")
-        .send()
-        .await
-        .unwrap();
+    let resp = h.sandbox_send(&sbx, 49983, Method::GET, "/health").await;
     assert_eq!(resp.status(), 502);
     let resp = h
-        .api(Method::GET, &format!("/sandboxes/{}", sbx.id))
-        .send()
-        .await
-        .unwrap();
+        .api_send(Method::GET, &format!("/sandboxes/{}", sbx.id))
+        .await;
     assert_eq!(resp.status(), 404);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!sleeping("601"), "the sandboxed sleep survived its sandbox");
@@ -89,18 +79,10 @@ async fn set_timeout_extends_and_time_scale_speeds_up() {
         .unwrap();
     assert_eq!(resp.status(), 204);
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/health")
-        .send()
-        .await
-        .unwrap();
+    let resp = h.sandbox_send(&sbx, 49983, Method::GET, "/health").await;
     assert_eq!(resp.status(), 204, "alive past its first TTL: extended");
     tokio::time::sleep(Duration::from_millis(3300).saturating_sub(extended_at.elapsed())).await;
-    let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/health")
-        .send()
-        .await
-        .unwrap();
+    let resp = h.sandbox_send(&sbx, 49983, Method::GET, "/health").await;
     assert_eq!(resp.status(), 502);
     h.server.shutdown().await;
 }
@@ -133,10 +115,8 @@ async fn auto_pause_at_timeout_and_auto_resume_on_traffic() {
     assert_eq!(v["state"], "paused");
     assert!(!sleeping("602"));
     let resp = h
-        .sandbox(&sbx, 49983, Method::GET, "/files?path=k.txt")
-        .send()
-        .await
-        .unwrap();
+        .sandbox_send(&sbx, 49983, Method::GET, "/files?path=k.txt")
+        .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.text().await.unwrap(), "kept");
     assert_eq!(h.detail(&sbx).await["state"], "running");
@@ -176,10 +156,8 @@ async fn background_jobs_outlive_their_command_but_not_the_sandbox() {
         "anchor + job"
     );
     let resp = h
-        .api(Method::DELETE, &format!("/sandboxes/{}", sbx.id))
-        .send()
-        .await
-        .unwrap();
+        .api_send(Method::DELETE, &format!("/sandboxes/{}", sbx.id))
+        .await;
     assert_eq!(resp.status(), 204);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!sleeping("604"), "the background job outlived its sandbox");
@@ -212,10 +190,8 @@ async fn shutdown_removes_every_sandbox_root() {
     };
     assert_eq!(roots(&dir), 2);
     let resp = h
-        .api(Method::DELETE, &format!("/sandboxes/{}", a.id))
-        .send()
-        .await
-        .unwrap();
+        .api_send(Method::DELETE, &format!("/sandboxes/{}", a.id))
+        .await;
     assert_eq!(resp.status(), 204);
     h.server.shutdown().await;
     assert_eq!(
