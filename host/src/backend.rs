@@ -110,12 +110,7 @@ impl Backend {
                     ..e2b_local::Options::default()
                 };
                 let server = e2b_local::LocalServer::start(options).await?;
-                tracing::info!(
-                    target: crate::session::AUDIT_TARGET,
-                    url = %server.url(),
-                    isolation = !local.no_isolation,
-                    "local server started"
-                );
+                crate::audit::local_server_started(&server.url(), !local.no_isolation);
                 Ok(Backend::Local(server))
             }
         }

@@ -77,6 +77,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod artifact_cache;
+mod audit;
 mod backend;
 pub mod bindings;
 mod clock;
@@ -89,6 +90,7 @@ mod runtime;
 mod session;
 mod state;
 
+pub use audit::AUDIT_TARGET;
 pub use backend::{default_backend, Backend, BackendError, BackendKind, LocalBackendOptions};
 pub use bindings::{
     BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, ErrorKind, KeyValue,
@@ -103,6 +105,5 @@ pub use runtime::{
     CompileCache, ComponentSource, Runtime, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
 };
 pub use session::{
-    e2b_env, Session, SessionError, SessionOptions, AUDIT_TARGET, DEFAULT_FUEL_PER_CALL,
-    DEFAULT_MEMORY_LIMIT,
+    e2b_env, Session, SessionError, SessionOptions, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT,
 };

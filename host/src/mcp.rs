@@ -106,7 +106,7 @@ impl McpServer {
         }
         .await;
         if let Err(err) = session.shutdown().await {
-            tracing::warn!(target: crate::AUDIT_TARGET, error = %err, "sandbox shutdown failed");
+            crate::audit::shutdown_failed(&err);
         }
         served
     }

@@ -1,5 +1,6 @@
 //! [`Session`]: one component instance, owning at most one sandbox.
 
+use crate::audit;
 use crate::bindings::{
     BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, E2bTools, RunCodeArgs,
     RunCodeOutput, RunCommandArgs, ToolError, ToolSpec,
@@ -29,9 +30,6 @@ pub const DEFAULT_FUEL_PER_CALL: u64 = 500_000_000_000;
 /// Fuel between two yields of a running guest to the async executor, so a
 /// busy guest cannot hold a worker thread that other sessions need.
 const FUEL_YIELD_INTERVAL: u64 = 10_000_000;
-
-/// The log target of the audit trail.
-pub const AUDIT_TARGET: &str = "e2b_tools::audit";
 
 /// Options of [`Session::open`].
 #[derive(Debug, Clone)]
@@ -183,7 +181,7 @@ impl Session {
                     .or(env.get("E2B_DOMAIN").map(String::as_str)),
             )?,
         };
-        tracing::info!(target: AUDIT_TARGET, session = id, allowed = %policy, "session opened");
+        audit::session_opened(id, &policy);
 
         let hooks = OutboundHooks::new(Arc::new(policy), runtime.client().clone());
         let limits = StoreLimitsBuilder::new()
@@ -411,13 +409,7 @@ impl Session {
             .settle(self.id, result)?
             .map_err(SessionError::Lifecycle)?;
         if let Some(sandbox) = sandbox {
-            tracing::info!(
-                target: AUDIT_TARGET,
-                session = self.id,
-                sandbox = %sandbox,
-                killed,
-                "sandbox shut down"
-            );
+            audit::sandbox_shut_down(self.id, &sandbox, killed);
         }
         inst.sandbox_id = None;
         inst.resume_id = None;
@@ -445,19 +437,14 @@ impl GuestInstance {
     fn settle<T>(&mut self, session: u64, result: wasmtime::Result<T>) -> Result<T, SessionError> {
         result.map_err(|err| {
             let reason = trap_reason(&err);
-            tracing::error!(
-                target: AUDIT_TARGET,
-                session,
-                error = %reason,
-                "component trapped; session closed"
-            );
+            audit::trapped(session, &reason);
             self.dead = Some(reason.clone());
             SessionError::Trapped(reason)
         })
     }
 
     fn call_started(&self, session: u64, tool: &str) -> Instant {
-        tracing::info!(target: AUDIT_TARGET, session, tool, "tool call started");
+        audit::call_started(session, tool);
         Instant::now()
     }
 
@@ -484,26 +471,7 @@ impl GuestInstance {
         success: bool,
         error_kind: Option<crate::bindings::ErrorKind>,
     ) {
-        let duration_ms = started.elapsed().as_millis() as u64;
-        match error_kind {
-            Some(kind) => tracing::info!(
-                target: AUDIT_TARGET,
-                session,
-                tool,
-                duration_ms,
-                success,
-                error_kind = ?kind,
-                "tool call finished"
-            ),
-            None => tracing::info!(
-                target: AUDIT_TARGET,
-                session,
-                tool,
-                duration_ms,
-                success,
-                "tool call finished"
-            ),
-        }
+        audit::call_finished(session, tool, started.elapsed(), success, error_kind);
         self.observe_sandbox(session).await;
     }
 
@@ -521,18 +489,13 @@ impl GuestInstance {
         if current == self.sandbox_id {
             return;
         }
-        match (&self.sandbox_id, &current) {
-            (_, Some(new)) if self.resume_id.as_deref() == Some(new.as_str()) => {
-                tracing::info!(target: AUDIT_TARGET, session, sandbox = %new, "sandbox resumed")
-            }
-            (_, Some(new)) => {
-                tracing::info!(target: AUDIT_TARGET, session, sandbox = %new, "sandbox created")
-            }
-            (Some(old), None) => {
-                tracing::info!(target: AUDIT_TARGET, session, sandbox = %old, "sandbox gone")
-            }
-            (None, None) => {}
-        }
+        let resumed = current.is_some() && self.resume_id == current;
+        audit::sandbox_changed(
+            session,
+            self.sandbox_id.as_deref(),
+            current.as_deref(),
+            resumed,
+        );
         self.sandbox_id = current;
     }
 }
