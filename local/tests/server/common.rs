@@ -169,10 +169,20 @@ pub fn parse_stream(bytes: &[u8]) -> (Vec<Value>, Value) {
 
 /// Concatenated, base64-decoded stdout of process events.
 pub fn stdout_of(events: &[Value]) -> String {
+    output_of(events, "stdout")
+}
+
+/// Concatenated, base64-decoded stderr of process events.
+pub fn stderr_of(events: &[Value]) -> String {
+    output_of(events, "stderr")
+}
+
+fn output_of(events: &[Value], stream: &str) -> String {
     use base64::Engine;
+    let pointer = format!("/event/data/{stream}");
     let mut out = Vec::new();
     for e in events {
-        if let Some(s) = e.pointer("/event/data/stdout").and_then(Value::as_str) {
+        if let Some(s) = e.pointer(&pointer).and_then(Value::as_str) {
             out.extend(base64::engine::general_purpose::STANDARD.decode(s).unwrap());
         }
     }

@@ -8,7 +8,7 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{run, start, stdout_of, Harness, Sbx};
+use crate::common::{run, start, stderr_of, stdout_of, Harness, Sbx};
 
 /// A variable that is in the server's environment (cargo sets it for
 /// every test process) and in no sandbox's.
@@ -29,17 +29,6 @@ fn exit_code(events: &[Value]) -> i64 {
         .iter()
         .find_map(|e| e.pointer("/event/end/exitCode").and_then(Value::as_i64))
         .unwrap_or(0)
-}
-
-fn stderr_of(events: &[Value]) -> String {
-    use base64::Engine;
-    let mut out = Vec::new();
-    for e in events {
-        if let Some(s) = e.pointer("/event/data/stderr").and_then(Value::as_str) {
-            out.extend(base64::engine::general_purpose::STANDARD.decode(s).unwrap());
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[tokio::test]
