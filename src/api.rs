@@ -128,6 +128,39 @@ pub fn set_timeout_request(settings: &Settings, id: &str) -> Result<HttpRequest,
     .json(&body))
 }
 
+/// `GET /sandboxes/{id}`: read before attaching, for the sandbox's end time.
+pub fn detail_request(settings: &Settings, id: &str) -> Result<HttpRequest, Failure> {
+    authed(
+        settings,
+        Method::Get,
+        &format!("/sandboxes/{}", path_escape(id)),
+    )
+}
+
+/// How long a running sandbox has left, in nanoseconds, from its detail's
+/// `endAt` and the wall clock (`None` when unknown: not running, or an
+/// answer we cannot read; the caller then assumes only its own TTL).
+pub fn parse_time_left(status: u16, body: &[u8], wall_now_ns: u64) -> Option<u64> {
+    // Only two fields of `SandboxDetail`: a detail we cannot fully parse
+    // must not stop an attach.
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Expiry {
+        end_at: String,
+        state: String,
+    }
+    if status != 200 {
+        return None;
+    }
+    let expiry: Expiry = serde_json::from_slice(body).ok()?;
+    if expiry.state != "running" {
+        return None;
+    }
+    let end = humantime::parse_rfc3339_weak(&expiry.end_at).ok()?;
+    let end_ns = end.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+    u64::try_from(end_ns).ok()?.checked_sub(wall_now_ns)
+}
+
 /// `DELETE /sandboxes/{id}`.
 pub fn kill_request(settings: &Settings, id: &str) -> Result<HttpRequest, Failure> {
     authed(

@@ -44,6 +44,13 @@ impl Platform for Wasi {
         wasip2::clocks::monotonic_clock::now()
     }
 
+    fn wall_ns(&self) -> u64 {
+        let t = wasip2::clocks::wall_clock::now();
+        t.seconds
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::from(t.nanoseconds))
+    }
+
     async fn sleep_ns(&self, ns: u64) {
         wstd::task::sleep(std::time::Duration::from_nanos(ns).into()).await;
     }

@@ -1,5 +1,5 @@
 //! What the guest's orchestration needs from where it runs: HTTP requests
-//! with streamed answers, and a monotonic clock with sleeps.
+//! with streamed answers, a monotonic clock with sleeps, and the wall clock.
 //!
 //! The component's are `wasi:http` and `wasi:clocks` (`crate::http`,
 //! the only wasm-only code besides the export glue); native tests drive the
@@ -59,6 +59,10 @@ pub trait Platform {
     /// The monotonic clock, in nanoseconds.
     fn now_ns(&self) -> u64;
 
+    /// The wall clock, in nanoseconds since the Unix epoch (only to read
+    /// E2B's absolute times; every interval uses [`Platform::now_ns`]).
+    fn wall_ns(&self) -> u64;
+
     /// Sleeps `ns` nanoseconds.
     async fn sleep_ns(&self, ns: u64);
 }
@@ -76,6 +80,9 @@ pub mod fake {
     use super::{Platform, Response, ResponseBody};
     use crate::errors::{ErrorKind, Failure};
     use crate::request::HttpRequest;
+
+    /// The fake wall clock at virtual time 0: 2027-01-15T08:00:00Z.
+    pub const WALL_START_NS: u64 = 1_800_000_000 * 1_000_000_000;
 
     /// Virtual time: it only moves when every future waits on a timer.
     #[derive(Debug, Default)]
@@ -271,6 +278,11 @@ pub mod fake {
 
         fn now_ns(&self) -> u64 {
             self.clock.now()
+        }
+
+        /// [`WALL_START_NS`] when the test began, moving with the clock.
+        fn wall_ns(&self) -> u64 {
+            WALL_START_NS + self.clock.now()
         }
 
         async fn sleep_ns(&self, ns: u64) {

@@ -1,11 +1,14 @@
 //! The one sandbox of this instance: lazy creation (failures not cached),
 //! attaching by ID, keep-alive, expiry, shutdown.
 //!
-//! Keep-alive: nothing async survives between export calls, so between
-//! calls the next call refreshes the TTL, and only when less than half of it
-//! is left; during a call a heartbeat refreshes it every TTL/2 concurrently
-//! with the request. Every refresh sets the full configured TTL from now, so
-//! it never ends sooner than the last one we set.
+//! Keep-alive: nothing async survives between export calls, so the session
+//! remembers when the sandbox expires (on the monotonic clock) and
+//! refreshes it whenever less than half of the TTL is left: before a call,
+//! and during one from a heartbeat scheduled from that expiry (not from the
+//! call's start), so every refresh comes with half a TTL of margin. A
+//! refresh sets the full TTL from now, so it is sent only when that is later
+//! than the known expiry: attaching to a sandbox that has longer left than
+//! our TTL never shortens it.
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -21,34 +24,45 @@ use crate::request::HttpRequest;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeepAlive {
     ttl_ns: u64,
-    last_refresh_ns: Option<u64>,
+    expires_ns: Option<u64>,
 }
 
 impl KeepAlive {
-    /// A policy for a TTL of `ttl_seconds`, never refreshed yet.
+    /// A policy for a TTL of `ttl_seconds`, with no sandbox yet.
     pub fn new(ttl_seconds: u32) -> Self {
         Self {
             ttl_ns: u64::from(ttl_seconds) * 1_000_000_000,
-            last_refresh_ns: None,
+            expires_ns: None,
         }
     }
 
-    /// Records a successful refresh (or creation) at `now_ns`.
+    /// Records a successful refresh (or creation) at `now_ns`: the
+    /// sandbox now ends a full TTL later.
     pub fn refreshed(&mut self, now_ns: u64) {
-        self.last_refresh_ns = Some(now_ns);
+        self.expires_ns = Some(now_ns.saturating_add(self.ttl_ns));
+    }
+
+    /// Records that the sandbox is known to live until `expires_ns`, if
+    /// that is later than what we knew.
+    pub fn lives_until(&mut self, expires_ns: u64) {
+        self.expires_ns = Some(self.expires_ns.map_or(expires_ns, |e| e.max(expires_ns)));
+    }
+
+    /// When less than half of the TTL will be left (`0`: now).
+    pub fn due_at(&self) -> u64 {
+        self.expires_ns
+            .map_or(0, |e| e.saturating_sub(self.ttl_ns / 2))
     }
 
     /// Whether less than half of the TTL is left at `now_ns`.
     pub fn due(&self, now_ns: u64) -> bool {
-        match self.last_refresh_ns {
-            None => true,
-            Some(last) => now_ns.saturating_sub(last) > self.ttl_ns / 2,
-        }
+        now_ns > self.due_at() || self.expires_ns.is_none()
     }
 
-    /// The heartbeat period during a call: TTL/2, at least 100 ms.
-    pub fn heartbeat_ns(&self) -> u64 {
-        (self.ttl_ns / 2).max(100_000_000)
+    /// How long to wait after a failed heartbeat before the next try:
+    /// a tenth of the TTL, at least 100 ms.
+    pub fn retry_ns(&self) -> u64 {
+        (self.ttl_ns / 10).max(100_000_000)
     }
 }
 
@@ -200,21 +214,38 @@ impl<P: Platform> Ctx<P> {
             })
         };
         let req = req.map_err(unavailable)?;
+        let lives_until = match &attach {
+            Some(id) => self.known_expiry(&settings, id).await,
+            None => None,
+        };
         let (status, body) = self.exchange(&settings, &req).await.map_err(unavailable)?;
         let handle = api::parse_sandbox(status, &body, attach.as_deref()).map_err(unavailable)?;
         let now = self.platform.now_ns();
         self.update(|s| {
             s.sandbox = Some(handle.clone());
             s.keep_alive.refreshed(now);
+            if let Some(end) = lives_until {
+                s.keep_alive.lives_until(end);
+            }
         });
         Ok((settings, handle))
     }
 
-    /// Runs `op` while a heartbeat refreshes the sandbox's TTL every TTL/2.
+    /// When a sandbox we are about to attach to ends, on the monotonic
+    /// clock, if it can be read (connecting only ever extends it).
+    async fn known_expiry(&self, settings: &Settings, id: &str) -> Option<u64> {
+        let req = api::detail_request(settings, id).ok()?;
+        let (status, body) = self.exchange(settings, &req).await.ok()?;
+        let left = api::parse_time_left(status, &body, self.platform.wall_ns())?;
+        Some(self.platform.now_ns().saturating_add(left))
+    }
+
+    /// Runs `op` while a heartbeat refreshes the sandbox's TTL whenever
+    /// less than half of it is left, counted from the last refresh.
     ///
-    /// An op known to end within `bound_ms`, well before the first beat is
-    /// due, runs without one: the pending timer would only cost host calls
-    /// on every wakeup of a call that cannot need it.
+    /// An op known to end within `bound_ms`, before the first beat is due,
+    /// runs without one: the pending timer would only cost host calls on
+    /// every wakeup of a call that cannot need it.
     pub async fn with_heartbeat<T>(
         &self,
         settings: &Settings,
@@ -222,28 +253,38 @@ impl<P: Platform> Ctx<P> {
         bound_ms: Option<u64>,
         op: impl Future<Output = T>,
     ) -> T {
-        let period = KeepAlive::new(settings.ttl_seconds()).heartbeat_ns();
-        if bound_ms.is_some_and(|ms| ms.saturating_mul(2_000_000) <= period) {
+        let keep_alive = Cell::new(self.session.borrow().keep_alive);
+        let now = self.platform.now_ns();
+        if bound_ms.is_some_and(|ms| {
+            now.saturating_add(ms.saturating_mul(1_000_000)) < keep_alive.get().due_at()
+        }) {
             return op.await;
         }
-        let last = Cell::new(None::<u64>);
         let beat = async {
             loop {
-                self.platform.sleep_ns(period).await;
+                let wait = keep_alive
+                    .get()
+                    .due_at()
+                    .saturating_sub(self.platform.now_ns());
+                if wait > 0 {
+                    self.platform.sleep_ns(wait).await;
+                }
                 if self.set_timeout(settings, id).await.is_ok() {
-                    last.set(Some(self.platform.now_ns()));
+                    let at = self.platform.now_ns();
+                    let mut k = keep_alive.get();
+                    k.refreshed(at);
+                    keep_alive.set(k);
+                    self.update(|s| {
+                        if s.sandbox.as_ref().is_some_and(|h| h.id == id) {
+                            s.keep_alive.refreshed(at);
+                        }
+                    });
+                } else {
+                    self.platform.sleep_ns(keep_alive.get().retry_ns()).await;
                 }
             }
         };
-        let out = futures_lite::future::or(op, beat).await;
-        if let Some(at) = last.get() {
-            self.update(|s| {
-                if s.sandbox.as_ref().is_some_and(|h| h.id == id) {
-                    s.keep_alive.refreshed(at);
-                }
-            });
-        }
-        out
+        futures_lite::future::or(op, beat).await
     }
 
     /// Kills the sandbox (or leaves it to pause) and forgets it; keeps it
@@ -310,8 +351,18 @@ mod tests {
         assert!(!k.due(10 * S));
         assert!(!k.due(160 * S));
         assert!(k.due(161 * S));
-        assert_eq!(k.heartbeat_ns(), 150 * S);
-        assert_eq!(KeepAlive::new(0).heartbeat_ns(), 100_000_000);
+        assert_eq!(k.due_at(), 160 * S);
+        assert_eq!(KeepAlive::new(0).retry_ns(), 100_000_000);
+    }
+
+    #[test]
+    fn a_longer_known_life_is_kept_and_a_shorter_one_ignored() {
+        let mut k = KeepAlive::new(300);
+        k.refreshed(0);
+        k.lives_until(3_600 * S);
+        assert_eq!(k.due_at(), 3_450 * S);
+        k.lives_until(100 * S);
+        assert_eq!(k.due_at(), 3_450 * S);
     }
 
     #[test]

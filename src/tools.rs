@@ -623,7 +623,7 @@ mod orchestration_tests {
     use crate::args::{BackgroundArgs, RunCodeArgs, RunCommandArgs};
     use crate::config::{ConfigInput, Settings};
     use crate::errors::ErrorKind;
-    use crate::platform::fake::{run, Answer, FakePlatform, Step};
+    use crate::platform::fake::{run, Answer, FakePlatform, Step, WALL_START_NS};
     use crate::platform::Platform;
     use crate::results::Readiness;
     use crate::session::{Ctx, Session};
@@ -635,15 +635,20 @@ mod orchestration_tests {
     /// A session with a `ttl_seconds` TTL whose sandbox is created on the
     /// first call.
     fn ctx(ttl_seconds: u32) -> Ctx<FakePlatform> {
+        ctx_with(ConfigInput {
+            timeout_seconds: Some(ttl_seconds),
+            ..Default::default()
+        })
+    }
+
+    /// A session configured by `input`, whose sandbox `sbx1` is created
+    /// (or attached) on the first call.
+    fn ctx_with(input: ConfigInput) -> Ctx<FakePlatform> {
         let env = |name: &str| match name {
             "E2B_API_KEY" => Some("e2b_key".to_string()),
             "E2B_API_URL" => Some("http://api.test".to_string()),
             "E2B_SANDBOX_URL" => Some("http://sbx.test".to_string()),
             _ => None,
-        };
-        let input = ConfigInput {
-            timeout_seconds: Some(ttl_seconds),
-            ..Default::default()
         };
         let settings = Settings::resolve(input, env).unwrap();
         let ctx = Ctx {
@@ -659,6 +664,13 @@ mod orchestration_tests {
         );
         ctx.platform.route(REFRESH, vec![Answer::new(204, "")]);
         ctx
+    }
+
+    /// A command that starts, prints nothing for `ms`, and exits 0.
+    fn lasting(ms: u64) -> Answer {
+        let mut steps = vec![started(7), Step::Wait(ms)];
+        steps.extend(exited(0));
+        Answer::steps(200, steps)
     }
 
     fn event(ev: ProcessEvent) -> Step {
@@ -753,6 +765,58 @@ mod orchestration_tests {
         // The last beat counts as the last refresh: the next call at 401 s
         // (101 s after it) needs none.
         assert!(!ctx.snapshot().keep_alive.due(401_000_000_000));
+    }
+
+    #[test]
+    fn a_long_call_started_just_before_half_the_ttl_is_refreshed_at_half_the_ttl() {
+        let ctx = ctx(300);
+        ctx.platform
+            .route(START, vec![lasting(1), lasting(200_000)]);
+        run(&ctx.platform.clock, execute(&ctx, command("true", None))).unwrap();
+        // 149 s after the creation no refresh is due yet; the long call
+        // that starts then must be refreshed at 150 s (half a TTL of
+        // margin), not half a TTL after its own start (299 s, 1 s before
+        // the sandbox would expire).
+        run(&ctx.platform.clock, async {
+            ctx.platform.sleep_ns(149_000_000_000).await;
+            execute(&ctx, command("make", Some(0))).await
+        })
+        .unwrap();
+        assert_eq!(ctx.platform.sent_ms(REFRESH), vec![150_000, 300_000]);
+    }
+
+    #[test]
+    fn attaching_to_a_sandbox_with_longer_left_never_shortens_it() {
+        let ctx = ctx_with(ConfigInput {
+            timeout_seconds: Some(300),
+            sandbox_id: Some("sbx1".into()),
+            ..Default::default()
+        });
+        // It has an hour left; our TTL is five minutes.
+        let end = humantime::format_rfc3339(
+            std::time::UNIX_EPOCH
+                + std::time::Duration::from_nanos(WALL_START_NS + 3_600_000_000_000),
+        );
+        ctx.platform.route(
+            "Get http://api.test/sandboxes/sbx1",
+            vec![Answer::new(
+                200,
+                format!(r#"{{"sandboxID":"sbx1","state":"running","endAt":"{end}"}}"#),
+            )],
+        );
+        ctx.platform.route(
+            "Post http://api.test/v2/sandboxes/sbx1/connect",
+            vec![Answer::new(
+                200,
+                r#"{"sandboxID":"sbx1","templateID":"t","clientID":"c","envdVersion":"0.6.13"}"#,
+            )],
+        );
+        ctx.platform.route(START, vec![lasting(400_000)]);
+        run(&ctx.platform.clock, execute(&ctx, command("make", Some(0)))).unwrap();
+        // A refresh to 300 s from now would have cut its hour short.
+        assert!(ctx.platform.sent_ms(REFRESH).is_empty());
+        assert!(!ctx.snapshot().keep_alive.due(3_449_000_000_000));
+        assert!(ctx.snapshot().keep_alive.due(3_451_000_000_000));
     }
 
     #[test]

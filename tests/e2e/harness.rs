@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use e2b_local::{LocalServer, Options};
 use e2b_tools_host::{ClockMode, ComponentSource, Runtime, SandboxConfig, Session, SessionOptions};
 use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The component, compiled once for the whole test binary.
 pub fn runtime() -> &'static Runtime {
@@ -91,4 +92,49 @@ pub fn failed(result: &Value, prefix: &str) {
         result.get("partial_output").is_some(),
         "partial_output missing: {result}"
     );
+}
+
+/// One raw HTTP/1.1 request to the local server: (status, body text).
+pub async fn http(
+    server: &LocalServer,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
+    let mut request = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: 0\r\n",
+        server.addr()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {text:?}"));
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// `GET /sandboxes/{id}` on `server`'s control plane.
+pub async fn sandbox_detail(server: &LocalServer, id: &str) -> Value {
+    let (status, body) = http(
+        server,
+        "GET",
+        &format!("/sandboxes/{id}"),
+        &[("X-API-KEY", server.api_key())],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }

@@ -5,7 +5,7 @@
 use e2b_tools_host::{ErrorKind, KeyValue, RunCommandArgs, SandboxConfig};
 use serde_json::json;
 
-use crate::harness::{call, ok, server, server_scaled, session, session_with};
+use crate::harness::{call, ok, sandbox_detail, server, server_scaled, session, session_with};
 
 const SCALE: f64 = 30.0;
 const TIMEOUT_KEY: &str = "POST /sandboxes/{id}/timeout";
@@ -145,6 +145,68 @@ async fn refresh_between_calls_only_when_half_the_timeout_is_gone() {
     tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
     ok(call(&s, "run_command", json!({"command": "true"})).await);
     s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_call_started_just_before_half_the_timeout_is_refreshed_in_time() {
+    let server = server_scaled(SCALE).await;
+    let s = session_with(&server, with_timeout(60), SCALE).await;
+    let created = std::time::Instant::now();
+    ok(call(&s, "run_command", json!({"command": "true"})).await);
+    // 28 s after the creation: more than half is left, no refresh before
+    // the call. The first beat must come at about 30 s, not 28 + 30 s (2 s
+    // before the sandbox would expire).
+    tokio::time::sleep(std::time::Duration::from_secs_f64(28.0 / SCALE)).await;
+    let before = server.stats().count(TIMEOUT_KEY);
+    let watch = async {
+        while created.elapsed() < std::time::Duration::from_secs(5) {
+            if server.stats().count(TIMEOUT_KEY) > before {
+                return created.elapsed().as_secs_f64() * SCALE;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        f64::INFINITY
+    };
+    let long_call = call(
+        &s,
+        "run_command",
+        json!({"command": "sleep 3", "timeout": 0}),
+    );
+    let (r, first_beat) = tokio::join!(long_call, watch);
+    ok(r);
+    assert!(
+        (29.0..45.0).contains(&first_beat),
+        "first refresh {first_beat:.1} s after the creation"
+    );
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attaching_never_shortens_a_longer_timeout() {
+    let server = server_scaled(SCALE).await;
+    let owner = session_with(&server, with_timeout(3_600), SCALE).await;
+    ok(call(&owner, "run_command", json!({"command": "true"})).await);
+    let id = owner.sandbox_id().await.unwrap().unwrap();
+    let end_at = |detail: serde_json::Value| {
+        humantime::parse_rfc3339_weak(detail["endAt"].as_str().unwrap()).unwrap()
+    };
+    let hour_end = end_at(sandbox_detail(&server, &id).await);
+
+    let config = SandboxConfig {
+        sandbox_id: Some(id.clone()),
+        ..with_timeout(60)
+    };
+    let attached = session_with(&server, config, SCALE).await;
+    // 75 s of calls with a 60 s timeout: refreshes would set 60 s from now.
+    for _ in 0..3 {
+        ok(call(&attached, "run_command", json!({"command": "sleep 0.8"})).await);
+    }
+    let end = end_at(sandbox_detail(&server, &id).await);
+    assert!(
+        end >= hour_end,
+        "the hour was cut short: {end:?} < {hour_end:?}"
+    );
+    attached.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

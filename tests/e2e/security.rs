@@ -11,9 +11,9 @@ use e2b_tools_host::{
     ErrorKind, OutboundPolicy, RunCommandArgs, Session, SessionError, SessionOptions,
 };
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
-use crate::harness::{call, env_for, ok, runtime, server, session};
+use crate::harness::{call, env_for, http, ok, runtime, server, session};
 
 /// Everything the host and server log, at every level, for the whole binary.
 fn captured_logs() -> &'static Arc<Mutex<Vec<u8>>> {
@@ -46,38 +46,6 @@ impl Write for LogWriter {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
-}
-
-/// One raw HTTP/1.1 request to the local server: (status, body text).
-async fn http(
-    server: &LocalServer,
-    method: &str,
-    target: &str,
-    headers: &[(&str, &str)],
-) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
-    let mut request = format!(
-        "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: 0\r\n",
-        server.addr()
-    );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).await.unwrap();
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no status line: {text:?}"));
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
 }
 
 /// The envd access token of `sandbox_id`, from the control plane.
