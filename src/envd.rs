@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::api::SandboxHandle;
 use crate::config::Settings;
 use crate::errors::{from_connect, from_connect_http, ErrorKind, Failure};
+use crate::redact::Secrets;
 use crate::request::{query_escape, HttpRequest, Method};
 use crate::truncate::TruncatingSink;
 
@@ -117,6 +118,14 @@ impl ProcessStream {
             stdout: TruncatingSink::new(limit),
             stderr: TruncatingSink::new(limit),
         }
+    }
+
+    /// The same stream, redacting `secrets` from its outputs before
+    /// truncating them.
+    pub fn redacting(mut self, secrets: &Secrets) -> Self {
+        self.stdout = self.stdout.redacting(secrets);
+        self.stderr = self.stderr.redacting(secrets);
+        self
     }
 
     /// Takes a chunk of the response body.

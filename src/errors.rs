@@ -1,6 +1,6 @@
 //! Failures and their classes: the mapping of HTTP statuses and Connect
 //! codes to error kinds and to the texts the Python SDK's exceptions carry
-//! (docs/PROTOCOL.md §2.7, §3.4, §4.12, §5.4), and the redaction of secrets.
+//! (docs/PROTOCOL.md §2.7, §3.4, §4.12, §5.4).
 
 use e2b_wire::connect::Code;
 
@@ -329,19 +329,6 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Replaces every occurrence of each non-trivial secret in `text`.
-pub fn redact(text: &str, secrets: &[&str]) -> String {
-    let mut out = text.to_string();
-    for secret in secrets {
-        // Very short "secrets" would mangle ordinary text; real keys and
-        // tokens are long.
-        if secret.len() >= 6 && out.contains(secret) {
-            out = out.replace(secret, "<redacted>");
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,14 +416,5 @@ mod tests {
             from_envd_http(500, b"error opening file").message,
             "500: error opening file"
         );
-    }
-
-    #[test]
-    fn secrets_are_redacted() {
-        let out = redact(
-            "key e2b_0123456789abcdef in text",
-            &["e2b_0123456789abcdef", ""],
-        );
-        assert_eq!(out, "key <redacted> in text");
     }
 }

@@ -120,7 +120,6 @@ impl wit_lifecycle::Guest for Component {
         let ctx = session::wasi();
         let secrets = ctx.secrets();
         wstd::runtime::block_on(ctx.shutdown()).map_err(|f| {
-            let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
             let err = ToolError::from_failure("Failed to shut down the sandbox: ", f);
             to_wit_error(tools::redact_error(err, &secrets))
         })

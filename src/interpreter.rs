@@ -14,6 +14,7 @@ use crate::config::Settings;
 use crate::envd::sandbox_request;
 use crate::errors::{ErrorKind, Failure};
 use crate::long_line::{text_line_head, JsonStringDecoder, Piece, TextStream};
+use crate::redact::Secrets;
 use crate::request::{HttpRequest, Method};
 use crate::truncate::TruncatingSink;
 
@@ -113,6 +114,14 @@ impl ExecutionCollector {
             collect_rich,
             ended: false,
         }
+    }
+
+    /// The same collector, redacting `secrets` from stdout and stderr
+    /// before truncating them (the other fields are redacted whole).
+    pub fn redacting(mut self, secrets: &Secrets) -> Self {
+        self.stdout = self.stdout.redacting(secrets);
+        self.stderr = self.stderr.redacting(secrets);
+        self
     }
 
     /// Takes a chunk of the answer.

@@ -22,6 +22,7 @@ pub mod http;
 pub mod interpreter;
 pub mod long_line;
 pub mod platform;
+pub mod redact;
 pub mod request;
 pub mod results;
 pub mod session;

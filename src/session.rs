@@ -18,6 +18,7 @@ use crate::api::{self, SandboxHandle};
 use crate::config::{OnTimeout, Settings};
 use crate::errors::{ErrorKind, Failure};
 use crate::platform::{Platform, ResponseBody};
+use crate::redact::Secrets;
 use crate::request::HttpRequest;
 
 /// When the TTL needs refreshing, on a monotonic clock in nanoseconds.
@@ -89,13 +90,12 @@ impl Session {
     }
 
     /// The secrets that must never appear in any text we return.
-    pub fn secrets(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.settings.api_key.iter().cloned().collect();
-        if let Some(sandbox) = &self.sandbox {
-            out.extend(sandbox.access_token.iter().cloned());
-            out.extend(sandbox.traffic_token.iter().cloned());
-        }
-        out
+    pub fn secrets(&self) -> Secrets {
+        let tokens = self
+            .sandbox
+            .iter()
+            .flat_map(|h| h.access_token.iter().chain(h.traffic_token.iter()));
+        Secrets::new(self.settings.api_key.iter().chain(tokens).cloned())
     }
 }
 
@@ -130,7 +130,7 @@ impl<P: Platform> Ctx<P> {
     }
 
     /// The secrets of the session as it is now.
-    pub fn secrets(&self) -> Vec<String> {
+    pub fn secrets(&self) -> Secrets {
         self.session.borrow().secrets()
     }
 
@@ -383,6 +383,6 @@ mod tests {
             domain: None,
             envd_version: "0.6.13".into(),
         });
-        assert_eq!(s.secrets(), ["e2b_secretkey", "tok-abcdef"]);
+        assert_eq!(s.secrets().as_slice(), ["e2b_secretkey", "tok-abcdef"]);
     }
 }

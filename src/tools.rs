@@ -4,8 +4,10 @@
 //! outputs) are here; the orchestration over the network is wasm-only.
 
 use crate::args::ToolCall;
-use crate::errors::{redact, ToolError};
-use crate::interpreter::Execution;
+use crate::envd::ListedEntry;
+use crate::errors::ToolError;
+use crate::interpreter::{Execution, RichResult};
+use crate::redact::Secrets;
 use crate::results::{BackgroundOutput, CommandOutput, ToolOutput};
 
 /// e2b-adk's failure prefix of each tool.
@@ -42,26 +44,36 @@ pub fn readiness_probe_script(port: u16, wait_ms: u32) -> String {
 }
 
 /// Removes secrets from every text of an error.
-pub fn redact_error(err: ToolError, secrets: &[&str]) -> ToolError {
+pub fn redact_error(err: ToolError, secrets: &Secrets) -> ToolError {
+    let r = |s: String| secrets.redact(&s);
     ToolError {
-        message: redact(&err.message, secrets),
-        partial_output: redact(&err.partial_output, secrets),
-        path: err.path.map(|p| redact(&p, secrets)),
-        command: err.command.map(|c| redact(&c, secrets)),
+        message: r(err.message),
+        partial_output: r(err.partial_output),
+        path: err.path.map(r),
+        command: err.command.map(r),
         kind: err.kind,
     }
 }
 
-/// Removes secrets from every text of an output.
-pub fn redact_output(out: ToolOutput, secrets: &[&str]) -> ToolOutput {
-    let r = |s: String| redact(&s, secrets);
+/// Removes secrets from every text of an output. Streamed fields were
+/// redacted before truncation already; this covers the rest (paths,
+/// names, echoes, rich results) and costs nothing when there is nothing.
+pub fn redact_output(out: ToolOutput, secrets: &Secrets) -> ToolOutput {
+    let r = |s: String| secrets.redact(&s);
     match out {
         ToolOutput::Code(ex) => ToolOutput::Code(Execution {
             stdout: r(ex.stdout),
             stderr: r(ex.stderr),
             text: r(ex.text),
             error: r(ex.error),
-            rich: ex.rich,
+            rich: ex
+                .rich
+                .into_iter()
+                .map(|rich| RichResult {
+                    data: r(rich.data),
+                    ..rich
+                })
+                .collect(),
         }),
         ToolOutput::Command(c) => ToolOutput::Command(CommandOutput {
             command: r(c.command),
@@ -69,16 +81,28 @@ pub fn redact_output(out: ToolOutput, secrets: &[&str]) -> ToolOutput {
             stderr: r(c.stderr),
             exit_code: c.exit_code,
         }),
+        ToolOutput::Written { path } => ToolOutput::Written { path: r(path) },
         ToolOutput::Read { path, content } => ToolOutput::Read {
-            path,
+            path: r(path),
             content: r(content),
         },
+        ToolOutput::Listed { path, entries } => ToolOutput::Listed {
+            path: r(path),
+            entries: entries
+                .into_iter()
+                .map(|e| ListedEntry {
+                    name: r(e.name),
+                    ..e
+                })
+                .collect(),
+        },
         ToolOutput::Background(b) => ToolOutput::Background(BackgroundOutput {
+            command: r(b.command),
+            preview_url: b.preview_url.map(r),
             stdout: r(b.stdout),
             stderr: r(b.stderr),
             ..b
         }),
-        other => other,
     }
 }
 
@@ -149,7 +173,6 @@ mod orchestration {
         let bound = request_bounded(&settings, &call);
         let result = ctx.with_heartbeat(&settings, &sandbox.id, bound, op).await;
         let secrets = ctx.secrets();
-        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
         match result {
             Ok(out) => Ok(redact_output(out, &secrets)),
             Err((failure, partial)) => {
@@ -200,9 +223,7 @@ mod orchestration {
     }
 
     fn finish_error<P: Platform>(ctx: &Ctx<P>, call: &ToolCall, err: ToolError) -> ToolError {
-        let secrets = ctx.secrets();
-        let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
-        redact_error(echo(call, err), &secrets)
+        redact_error(echo(call, err), &ctx.secrets())
     }
 
     /// How long the call can last at most, in milliseconds, when it is
@@ -272,7 +293,8 @@ mod orchestration {
         let req = interpreter::execute_request(settings, sandbox, &a.code, &a.language, &a.envs);
         let deadline = a.timeout_ms.unwrap_or(RUN_CODE_TIMEOUT_MS);
         let mut collector =
-            ExecutionCollector::new(settings.max_output_bytes, settings.rich_results);
+            ExecutionCollector::new(settings.max_output_bytes, settings.rich_results)
+                .redacting(&ctx.secrets());
         let outcome = ctx
             .with_deadline(
                 deadline,
@@ -358,7 +380,7 @@ mod orchestration {
         } else {
             0
         };
-        let mut stream = ProcessStream::new(settings.max_output_bytes);
+        let mut stream = ProcessStream::new(settings.max_output_bytes).redacting(&ctx.secrets());
         let outcome = ctx
             .with_deadline(
                 local_deadline,
@@ -396,7 +418,7 @@ mod orchestration {
             envs: a.envs.clone(),
             timeout_ms: a.timeout_ms.filter(|ms| *ms > 0),
         };
-        let mut stream = ProcessStream::new(settings.max_output_bytes);
+        let mut stream = ProcessStream::new(settings.max_output_bytes).redacting(&ctx.secrets());
         // Wait for the `start` event within the request timeout.
         let started = ctx
             .with_deadline(
@@ -532,7 +554,7 @@ mod orchestration {
         path: &str,
     ) -> Result<String, Failure> {
         let req = envd::read_file_request(settings, sandbox, path);
-        let mut sink = TruncatingSink::new(settings.max_output_bytes);
+        let mut sink = TruncatingSink::new(settings.max_output_bytes).redacting(&ctx.secrets());
         ctx.with_deadline(
             u64::from(settings.request_timeout_ms),
             async {
@@ -592,7 +614,7 @@ mod tests {
                 stderr: String::new(),
                 exit_code: 0,
             }),
-            &["e2b_supersecret"],
+            &Secrets::new(["e2b_supersecret"]),
         );
         match out {
             ToolOutput::Command(c) => assert_eq!(c.stdout, "E2B_API_KEY=<redacted>\n"),
@@ -601,7 +623,7 @@ mod tests {
         let err = redact_error(
             ToolError::invalid("bad key e2b_supersecret")
                 .with_partial_output("e2b_supersecret".into()),
-            &["e2b_supersecret"],
+            &Secrets::new(["e2b_supersecret"]),
         );
         assert!(
             !err.message.contains("supersecret") && !err.partial_output.contains("supersecret")

@@ -15,6 +15,8 @@
 //! U+FFFD. That is what e2b-adk reports too, since it truncates the text the
 //! SDK has already decoded.
 
+use crate::redact::{Secrets, StreamRedactor};
+
 /// e2b-adk's default bound for one output field, in bytes.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 10_000;
 
@@ -32,6 +34,8 @@ pub struct TruncatingSink {
     full: bool,
     /// An incomplete UTF-8 sequence at the end of the last byte chunk.
     pending: Vec<u8>,
+    /// Redacts the decoded text before it is counted and kept.
+    redactor: Option<StreamRedactor>,
 }
 
 impl TruncatingSink {
@@ -43,7 +47,17 @@ impl TruncatingSink {
             total: 0,
             full: false,
             pending: Vec::new(),
+            redactor: None,
         }
+    }
+
+    /// The same sink, replacing `secrets` before truncating (so the
+    /// truncation can never cut a secret and keep its prefix).
+    pub fn redacting(mut self, secrets: &Secrets) -> Self {
+        if !secrets.is_empty() {
+            self.redactor = Some(StreamRedactor::new(secrets.clone()));
+        }
+        self
     }
 
     /// Appends already-decoded text.
@@ -107,14 +121,16 @@ impl TruncatingSink {
     /// The truncated text without consuming the sink (an unfinished UTF-8
     /// sequence at the end counts as one U+FFFD).
     pub fn snapshot(&self) -> String {
-        let mut copy = self.clone();
-        copy.flush_pending();
-        copy.render()
+        self.clone().finish()
     }
 
     /// The truncated text.
     pub fn finish(mut self) -> String {
         self.flush_pending();
+        if let Some(redactor) = self.redactor.as_mut() {
+            let rest = redactor.finish();
+            self.keep(&rest);
+        }
         self.render()
     }
 
@@ -134,6 +150,17 @@ impl TruncatingSink {
     }
 
     fn append(&mut self, text: &str) {
+        match self.redactor.as_mut() {
+            Some(redactor) => {
+                let safe = redactor.push(text);
+                self.keep(&safe);
+            }
+            None => self.keep(text),
+        }
+    }
+
+    /// Counts `text` and keeps what fits.
+    fn keep(&mut self, text: &str) {
         self.total += text.len() as u64;
         if self.full {
             return;
@@ -241,6 +268,25 @@ mod tests {
         let mut sink = TruncatingSink::new(2);
         sink.push_bytes(b"\xff\xff");
         assert_eq!(sink.finish(), "…[truncated 6 bytes]");
+    }
+
+    #[test]
+    fn a_secret_at_the_truncation_boundary_leaks_no_prefix() {
+        let key = "e2b_0123456789abcdef";
+        let secrets = Secrets::new([key]);
+        let text = format!("{}{key}{}", "a".repeat(95), "b".repeat(50));
+        for chunk in [1, 7, 64, text.len()] {
+            let mut sink = TruncatingSink::new(100).redacting(&secrets);
+            for part in text.as_bytes().chunks(chunk) {
+                sink.push_bytes(part);
+            }
+            // Truncation counts the redacted text: 95 + 10 + 50 bytes.
+            assert_eq!(
+                sink.finish(),
+                format!("{}<reda…[truncated 55 bytes]", "a".repeat(95)),
+                "chunk {chunk}"
+            );
+        }
     }
 
     #[test]

@@ -224,6 +224,76 @@ async fn the_key_and_token_never_appear_in_results_logs_or_the_sandbox() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_really_in_the_sandbox_is_redacted_from_every_field() {
+    let server = server().await;
+    let s = session(&server).await;
+    let key = server.api_key().to_string();
+    // The sandbox gets the key only in two halves, which are not secrets
+    // alone; it puts them together itself.
+    let (a, b) = key.split_at(key.len() / 2);
+    let halves = json!({"A": a, "B": b});
+    let leaks = |text: &str| text.contains(&key) || text.contains(&key[..12]);
+
+    // Printed in two halves, apart in time (two chunks of the stream).
+    let r = ok(call(
+        &s,
+        "run_command",
+        json!({"command": "printf %s \"$A\"; sleep 0.3; printf '%s\\n' \"$B\"", "envs": halves}),
+    )
+    .await);
+    assert_eq!(r["stdout"], "<redacted>\n", "{r}");
+    // Cut by the 10,000-byte truncation: no prefix of it survives.
+    let r = ok(call(
+        &s,
+        "run_command",
+        json!({"command": "head -c 9995 /dev/zero | tr '\\0' a; printf %s \"$A$B\"", "envs": halves}),
+    )
+    .await);
+    // Redacted first (9,995 + 10 bytes), then cut: the cut falls in the
+    // marker, not in the key.
+    assert_eq!(
+        r["stdout"].as_str().unwrap(),
+        format!("{}<reda…[truncated 5 bytes]", "a".repeat(9995))
+    );
+
+    // A file that holds it, and a file named after it.
+    ok(call(
+        &s,
+        "run_command",
+        json!({"command": "printf %s \"$A$B\" > /home/user/k.txt; touch \"/home/user/x-$A$B\"", "envs": halves}),
+    )
+    .await);
+    let r = ok(call(&s, "read_file", json!({"path": "/home/user/k.txt"})).await);
+    assert_eq!(r["content"], "<redacted>", "{r}");
+    let r = ok(call(&s, "list_files", json!({"path": "/home/user"})).await);
+    assert!(!leaks(&r.to_string()), "{r}");
+    assert!(r.to_string().contains("x-<redacted>"), "{r}");
+
+    // The kernel: printed in halves, and as the value of the last line.
+    let r = ok(call(
+        &s,
+        "run_code",
+        json!({"code": format!(
+            "import time\nprint({a:?}, end='', flush=True)\ntime.sleep(0.3)\nprint({b:?})\n{a:?} + {b:?}"
+        )}),
+    )
+    .await);
+    assert_eq!(r["stdout"], "<redacted>\n", "{r}");
+    assert!(!leaks(&r.to_string()), "{r}");
+
+    // A background command echoed back.
+    let r = ok(call(
+        &s,
+        "start_background_command",
+        json!({"command": format!("echo {key}; sleep 5")}),
+    )
+    .await);
+    assert!(!leaks(&r.to_string()), "{r}");
+    assert!(r["command"].as_str().unwrap().contains("<redacted>"), "{r}");
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_over_its_memory_cap_traps_while_other_sessions_keep_working() {
     let server = server().await;
     let healthy = session(&server).await;
