@@ -1,6 +1,6 @@
 //! Command-line arguments of `e2b-tools`.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 /// E2B sandbox tools for AI agents, run from a WebAssembly component.
@@ -12,9 +12,10 @@ use std::path::PathBuf;
 /// in real E2B sandboxes.
 ///
 /// Environment: E2B_API_KEY, E2B_DOMAIN, E2B_API_URL, E2B_SANDBOX_URL are
-/// handed to the component (only E2B_* variables are); the component may
-/// reach only the API and sandbox hosts they name. E2B_TOOLS_LOG (or
-/// RUST_LOG) sets the log filter.
+/// handed to the component (only E2B_* variables are); --domain, --api-url
+/// and --sandbox-url win over them. The component may reach only the API
+/// and sandbox hosts they name. E2B_TOOLS_LOG (or RUST_LOG) sets the log
+/// filter.
 #[derive(Debug, Parser)]
 #[command(name = "e2b-tools", version, about, long_about)]
 pub(crate) struct Cli {
@@ -65,7 +66,8 @@ pub(crate) struct CallArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum LocalCommand {
     /// Run the local server for the official E2B SDKs until Ctrl-C; prints
-    /// the E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY to use.
+    /// `export` lines for the E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY
+    /// to use (on stdout; everything else goes to stderr).
     Serve {
         /// Port on 127.0.0.1 (0 picks a free one).
         #[arg(long, default_value_t = 0)]
@@ -79,6 +81,16 @@ pub(crate) enum BackendArg {
     E2b,
     /// The local server, started in this process.
     Local,
+}
+
+/// What happens to the sandbox at its timeout (the WIT `on-timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OnTimeoutArg {
+    /// The sandbox and its files are destroyed (E2B's default).
+    Kill,
+    /// The sandbox is paused; --sandbox-id resumes it later. The CLI then
+    /// leaves it running at the end instead of killing it.
+    Pause,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -121,6 +133,54 @@ pub(crate) struct GlobalArgs {
     /// Attach to (and resume) this existing sandbox instead of creating one.
     #[arg(long, global = true, value_name = "ID")]
     pub(crate) sandbox_id: Option<String>,
+    /// E2B domain. Default: $E2B_DOMAIN, then e2b.app. Needs the e2b backend.
+    #[arg(long, global = true, value_parser = parse_non_empty)]
+    pub(crate) domain: Option<String>,
+    /// Control-plane URL. Default: $E2B_API_URL, then https://api.<domain>.
+    /// Needs the e2b backend.
+    #[arg(long, global = true, value_name = "URL", value_parser = parse_url)]
+    pub(crate) api_url: Option<String>,
+    /// One URL for all sandbox traffic (routed by headers). Default:
+    /// $E2B_SANDBOX_URL, then E2B's sandbox hosts. Needs the e2b backend.
+    #[arg(long, global = true, value_name = "URL", value_parser = parse_url)]
+    pub(crate) sandbox_url: Option<String>,
+    /// Timeout of each request that is not an execution, in milliseconds;
+    /// 0 disables it. Default: 60000.
+    #[arg(long, global = true, value_name = "MS")]
+    pub(crate) request_timeout_ms: Option<u32>,
+    /// How long start_background_command waits for its port to accept
+    /// connections, in milliseconds. Default: 10000.
+    #[arg(long, global = true, value_name = "MS")]
+    pub(crate) readiness_timeout_ms: Option<u32>,
+    /// Whether the sandbox may reach the internet. Default: E2B's (true).
+    #[arg(long, global = true, value_name = "BOOL", action = ArgAction::Set)]
+    pub(crate) allow_internet_access: Option<bool>,
+    /// Network rule: a CIDR or domain the sandbox may reach even when
+    /// --deny-out denies it (repeatable).
+    #[arg(long, global = true, value_name = "CIDR|DOMAIN", value_parser = parse_non_empty)]
+    pub(crate) allow_out: Vec<String>,
+    /// Network rule: a CIDR the sandbox may not reach; 0.0.0.0/0 denies all
+    /// (repeatable).
+    #[arg(long, global = true, value_name = "CIDR", value_parser = parse_non_empty)]
+    pub(crate) deny_out: Vec<String>,
+    /// Network rule: whether preview URLs are reachable without the
+    /// traffic token.
+    #[arg(long, global = true, value_name = "BOOL", action = ArgAction::Set)]
+    pub(crate) allow_public_traffic: Option<bool>,
+    /// Network rule: the Host header sent to the sandbox's services
+    /// (`${PORT}` is replaced by the port).
+    #[arg(long, global = true, value_name = "HOST", value_parser = parse_non_empty)]
+    pub(crate) mask_request_host: Option<String>,
+    /// What happens to the sandbox at its timeout. Default: E2B's (kill).
+    #[arg(long, global = true, value_enum, value_name = "ACTION")]
+    pub(crate) on_timeout: Option<OnTimeoutArg>,
+    /// Resume the paused sandbox automatically when it is used again
+    /// (needs --on-timeout pause).
+    #[arg(long, global = true, requires = "on_timeout")]
+    pub(crate) auto_resume: bool,
+    /// Mount the volume NAME at PATH in the sandbox (repeatable).
+    #[arg(long = "volume-mount", global = true, value_name = "NAME=PATH", value_parser = parse_volume_mount)]
+    pub(crate) volume_mounts: Vec<(String, String)>,
     /// Local backend: run sandbox processes without bubblewrap isolation.
     #[arg(long, global = true)]
     pub(crate) no_isolation: bool,
@@ -147,6 +207,37 @@ fn parse_key_value(text: &str) -> Result<(String, String), String> {
     }
 }
 
+fn parse_volume_mount(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => {
+            Ok((name.to_string(), path.to_string()))
+        }
+        _ => Err(format!("expected NAME=PATH, got {text:?}")),
+    }
+}
+
+fn parse_non_empty(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        Err("must not be empty".into())
+    } else {
+        Ok(text.to_string())
+    }
+}
+
+/// An absolute http(s) URL with a host, as the guest and the outbound
+/// allow-list need it.
+fn parse_url(text: &str) -> Result<String, String> {
+    let uri: http::Uri = text
+        .trim()
+        .parse()
+        .map_err(|err| format!("not a URL ({err}): {text:?}"))?;
+    let has_host = uri.host().is_some_and(|host| !host.is_empty());
+    if !matches!(uri.scheme_str(), Some("http" | "https")) || !has_host {
+        return Err(format!("expected an http:// or https:// URL, got {text:?}"));
+    }
+    Ok(text.trim().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +256,29 @@ mod tests {
         );
         assert!(parse_key_value("=x").is_err());
         assert!(parse_key_value("novalue").is_err());
+    }
+
+    #[test]
+    fn volume_mounts_need_a_name_and_a_path() {
+        assert_eq!(
+            parse_volume_mount("data=/mnt/data").unwrap(),
+            ("data".to_string(), "/mnt/data".to_string())
+        );
+        assert!(parse_volume_mount("data=").is_err());
+        assert!(parse_volume_mount("=/mnt").is_err());
+        assert!(parse_volume_mount("data").is_err());
+    }
+
+    #[test]
+    fn urls_must_be_absolute_http_or_https() {
+        assert_eq!(
+            parse_url(" http://127.0.0.1:3000 ").unwrap(),
+            "http://127.0.0.1:3000"
+        );
+        assert!(parse_url("https://api.e2b.app").is_ok());
+        assert!(parse_url("api.e2b.app").is_err());
+        assert!(parse_url("ftp://x").is_err());
+        assert!(parse_url("/relative").is_err());
+        assert!(parse_url("").is_err());
     }
 }

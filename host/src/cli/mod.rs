@@ -5,11 +5,12 @@ pub(crate) mod logging;
 mod render;
 mod spinner;
 
-use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand};
+use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand, OnTimeoutArg};
 use e2b_tools_host::mcp::McpServer;
 use e2b_tools_host::{
     default_backend, e2b_env, Backend, BackendKind, ClockMode, ComponentSource, KeyValue,
-    LocalBackendOptions, Runtime, SandboxConfig, Session, SessionOptions,
+    LocalBackendOptions, NetworkRules, OnTimeout, Runtime, SandboxConfig, Session, SessionError,
+    SessionOptions, VolumeMount,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -232,9 +233,11 @@ async fn local_serve(global: &GlobalArgs, port: u16) -> Result<u8, CliFailure> {
         ..e2b_local::Options::default()
     };
     e2b_local::serve_forever(options, |server| {
-        println!("E2B_API_URL={}", server.url());
-        println!("E2B_SANDBOX_URL={}", server.url());
-        println!("E2B_API_KEY={}", server.api_key());
+        // Shell lines, so a script can source what was printed (the server
+        // stays in the foreground: stdout never ends, see README.md).
+        println!("export E2B_API_URL={}", server.url());
+        println!("export E2B_SANDBOX_URL={}", server.url());
+        println!("export E2B_API_KEY={}", server.api_key());
         let _ = std::io::stdout().flush();
         eprintln!(
             "e2b-tools: local server listening on {}; Ctrl-C stops it",
@@ -265,17 +268,24 @@ async fn start_backend(
     global: &GlobalArgs,
 ) -> Result<(Backend, BTreeMap<String, String>), CliFailure> {
     let env = e2b_env(std::env::vars());
-    let kind = match global.backend {
-        Some(BackendArg::E2b) => BackendKind::E2b,
-        Some(BackendArg::Local) => BackendKind::Local,
-        None => {
-            let (kind, notice) = default_backend(&env);
-            if let Some(notice) = notice {
-                eprintln!("{notice}");
-            }
-            kind
-        }
+    let (kind, notice) = match global.backend {
+        Some(BackendArg::E2b) => (BackendKind::E2b, None),
+        Some(BackendArg::Local) => (BackendKind::Local, None),
+        None => default_backend(&env),
     };
+    if kind == BackendKind::Local {
+        // The local backend points the session at its own server; an
+        // endpoint flag would send the requests (and its key) elsewhere.
+        if let Some(flag) = endpoint_flag(global) {
+            return Err(CliFailure::usage(format!(
+                "{flag} names an E2B endpoint, so it needs the e2b backend: pass --backend e2b \
+                 and set E2B_API_KEY to that server's key"
+            )));
+        }
+    }
+    if let Some(notice) = notice {
+        eprintln!("{notice}");
+    }
     let local = LocalBackendOptions {
         port: 0,
         no_isolation: global.no_isolation,
@@ -303,10 +313,34 @@ async fn open_session(
     };
     Session::open(runtime, options)
         .await
-        .map_err(CliFailure::host)
+        .map_err(|err| match err {
+            // The component checked the options the flags gave it.
+            SessionError::Configure(_) | SessionError::InvalidOptions(_) => {
+                CliFailure::usage(err.to_string())
+            }
+            _ => CliFailure::host(err),
+        })
 }
 
+/// The first endpoint flag given, if any.
+fn endpoint_flag(global: &GlobalArgs) -> Option<&'static str> {
+    [
+        (global.domain.is_some(), "--domain"),
+        (global.api_url.is_some(), "--api-url"),
+        (global.sandbox_url.is_some(), "--sandbox-url"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
+/// The WIT `config` record the flags describe. Unset flags stay unset, so
+/// the component falls back to the `E2B_*` environment, then to E2B's
+/// defaults; a flag that is set wins over its variable.
 fn sandbox_config(global: &GlobalArgs) -> SandboxConfig {
+    let network_given = !global.allow_out.is_empty()
+        || !global.deny_out.is_empty()
+        || global.allow_public_traffic.is_some()
+        || global.mask_request_host.is_some();
     SandboxConfig {
         template: global.template.clone(),
         timeout_seconds: global.timeout,
@@ -315,6 +349,31 @@ fn sandbox_config(global: &GlobalArgs) -> SandboxConfig {
         max_output_bytes: global.max_output_bytes,
         rich_results: global.rich_results.then_some(true),
         sandbox_id: global.sandbox_id.clone(),
+        domain: global.domain.clone(),
+        api_url: global.api_url.clone(),
+        sandbox_url: global.sandbox_url.clone(),
+        request_timeout_ms: global.request_timeout_ms,
+        readiness_timeout_ms: global.readiness_timeout_ms,
+        allow_internet_access: global.allow_internet_access,
+        network: network_given.then(|| NetworkRules {
+            allow_out: global.allow_out.clone(),
+            deny_out: global.deny_out.clone(),
+            allow_public_traffic: global.allow_public_traffic,
+            mask_request_host: global.mask_request_host.clone(),
+        }),
+        on_timeout: global.on_timeout.map(|action| match action {
+            OnTimeoutArg::Kill => OnTimeout::Kill,
+            OnTimeoutArg::Pause => OnTimeout::Pause,
+        }),
+        auto_resume: global.auto_resume.then_some(true),
+        volume_mounts: global
+            .volume_mounts
+            .iter()
+            .map(|(name, path)| VolumeMount {
+                name: name.clone(),
+                path: path.clone(),
+            })
+            .collect(),
         ..SandboxConfig::default()
     }
 }

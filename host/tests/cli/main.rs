@@ -7,6 +7,7 @@ mod binary;
 mod calls;
 mod catalog;
 mod clock;
+mod flags;
 mod limits;
 mod mcp;
 mod pool;
