@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+pub use e2b_wire::{MAX_ARGUMENTS_BYTES, MAX_WRITE_BYTES};
 use serde_json::{Map, Value};
 
 use crate::errors::ToolError;
@@ -62,6 +63,14 @@ pub const TOOL_NAMES: [&str; 6] = [
     ToolName::ListFiles.as_str(),
     ToolName::StartBackgroundCommand.as_str(),
 ];
+
+/// Refuses `write_file` content over [`MAX_WRITE_BYTES`].
+pub fn check_write_size(content: &str) -> Result<(), ToolError> {
+    if content.len() > MAX_WRITE_BYTES {
+        return Err(ToolError::invalid(e2b_wire::write_too_large(content.len())));
+    }
+    Ok(())
+}
 
 /// The message e2b-adk gives a bad port.
 pub const INVALID_PORT: &str = "Invalid port: expected an integer between 1 and 65535";
@@ -246,6 +255,11 @@ pub fn parse_call(name: &str, arguments_json: &str) -> Result<ToolCall, ToolErro
             TOOL_NAMES.join(", ")
         )));
     };
+    if arguments_json.len() > MAX_ARGUMENTS_BYTES {
+        return Err(ToolError::invalid(e2b_wire::arguments_too_large(
+            arguments_json.len(),
+        )));
+    }
     let trimmed = arguments_json.trim();
     let value: Value = if trimmed.is_empty() {
         Value::Object(Map::new())
@@ -263,10 +277,11 @@ pub fn parse_call(name: &str, arguments_json: &str) -> Result<ToolCall, ToolErro
             ))
         }
     };
-    parse_args(tool, &args)
+    parse_args(tool, args)
 }
 
-fn parse_args(tool: ToolName, args: &Map<String, Value>) -> Result<ToolCall, ToolError> {
+fn parse_args(tool: ToolName, mut args: Map<String, Value>) -> Result<ToolCall, ToolError> {
+    let args = &mut args;
     match tool {
         ToolName::RunCode => {
             let code = require_str(args, "code", false)?;
@@ -293,8 +308,12 @@ fn parse_args(tool: ToolName, args: &Map<String, Value>) -> Result<ToolCall, Too
         }
         ToolName::WriteFile => {
             let path = require_str(args, "path", false)?;
-            let content =
-                require_str(args, "content", true).map_err(|e| e.with_path(path.clone()))?;
+            // Taken, not cloned: it may be tens of megabytes.
+            let content = match args.remove("content") {
+                Some(Value::String(s)) => s,
+                _ => return Err(missing("content").with_path(path)),
+            };
+            check_write_size(&content).map_err(|e| e.with_path(path.clone()))?;
             Ok(ToolCall::WriteFile { path, content })
         }
         ToolName::ReadFile => Ok(ToolCall::ReadFile {

@@ -1,4 +1,5 @@
-//! The tools as data: e2b-adk's exact descriptions, their arguments as
+//! The tools as data: e2b-adk's descriptions (true of this component:
+//! `start_background_command` says that it checks readiness), their arguments as
 //! standard JSON Schema (usable by OpenAI, Anthropic, Gemini and MCP), and
 //! the system-prompt fragment. The schemas are `src/schemas/<tool>.json`,
 //! embedded as written.
@@ -10,7 +11,7 @@ use crate::config::Settings;
 pub struct ToolSpec {
     /// Name.
     pub name: &'static str,
-    /// Description, e2b-adk's text.
+    /// Description, e2b-adk's text where it is true of this component.
     pub description: &'static str,
     /// JSON Schema of the arguments object.
     pub parameters_schema: &'static str,
@@ -45,7 +46,7 @@ pub const TOOLS: [ToolSpec; 6] = [
     },
     ToolSpec {
         name: "start_background_command",
-        description: "Start a long-running command (such as a web/dev server) inside an isolated E2B sandbox and return immediately with its process id. Provide a port to also get a preview URL for the exposed service; the URL is syntactic and readiness is not verified.",
+        description: "Start a long-running command (such as a web/dev server) inside an isolated E2B sandbox and return immediately with its process id. Provide a port to also get a preview URL for the exposed service; the call then waits (up to 10 seconds by default) until the port accepts connections and says whether the service is ready, not listening yet, or exited (with its output so far). Without a port it watches for a second for an early exit.",
         parameters_schema: include_str!("schemas/start_background_command.json"),
     },
 ];
@@ -57,7 +58,7 @@ pub fn instructions(settings: &Settings) -> String {
 `{template}`), created on first use and kept for this whole session: files, installed \
 packages and run_code variables persist across calls (run_command's cwd and env vars do not). \
 The home and default working directory is /home/user; relative paths resolve against it. \
-Tools: run_code (execute python, javascript, typescript, r, java or bash in a stateful kernel; \
+Tools: run_code (execute {languages} in a stateful kernel; \
 returns stdout, stderr, the last expression's value as text, and any raised error), \
 run_command (bash -l -c; returns stdout, stderr, exit_code; default timeout 60 s), \
 write_file and read_file (text files), list_files (one directory level), and \
@@ -67,14 +68,56 @@ ran, so check `exit_code` and `error` too. Output fields are truncated to {limit
 `…[truncated N bytes]` marker: print summaries rather than huge outputs. The sandbox stops \
 {ttl} seconds after the last activity.",
         template = settings.template,
+        languages = or_list(&settings.run_code_languages()),
         limit = settings.max_output_bytes,
         ttl = settings.ttl_seconds(),
     )
 }
 
+/// `a, b or c`.
+fn or_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instructions_list_the_languages_the_backend_has() {
+        let e2b = Settings::from_env(|_| None);
+        assert!(instructions(&e2b).contains("python, javascript, typescript, r, java or bash"));
+        let local = Settings::from_env(|name| {
+            (name == "E2B_TOOLS_LANGUAGES").then(|| "python, JavaScript,bash".to_string())
+        });
+        assert!(instructions(&local).contains("execute python, javascript or bash in"));
+        assert!(local.check_language("bash").is_ok());
+        let err = local.check_language("r").unwrap_err();
+        assert_eq!(err.kind, crate::errors::ErrorKind::InvalidArgument);
+        assert!(
+            err.message.contains("'r' is not available on this backend"),
+            "{}",
+            err.message
+        );
+        assert!(e2b.check_language("r").is_ok());
+    }
+
+    #[test]
+    fn descriptions_say_what_this_component_does() {
+        let background = TOOLS
+            .iter()
+            .find(|t| t.name == "start_background_command")
+            .unwrap();
+        // e2b-adk's says readiness is not verified; here it is probed.
+        assert!(!background.description.contains("not verified"));
+        assert!(background
+            .description
+            .contains("until the port accepts connections"));
+    }
 
     #[test]
     fn schemas_are_valid_json_schema_objects() {

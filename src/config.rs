@@ -130,9 +130,41 @@ pub struct Settings {
     pub readiness_timeout_ms: u32,
     /// Sandbox to attach to.
     pub attach_sandbox_id: Option<String>,
+    /// The `run_code` languages the backend has, when the host knows them
+    /// (`E2B_TOOLS_LANGUAGES`, comma-separated; the reference host sets it
+    /// for its local server). `None`: E2B's code interpreter's.
+    pub languages: Option<Vec<String>>,
 }
 
+/// The languages E2B's `code-interpreter-v1` template runs.
+pub const E2B_LANGUAGES: [&str; 6] = ["python", "javascript", "typescript", "r", "java", "bash"];
+
 impl Settings {
+    /// The languages `run_code` can use on this backend.
+    pub fn run_code_languages(&self) -> Vec<&str> {
+        match &self.languages {
+            Some(list) => list.iter().map(String::as_str).collect(),
+            None => E2B_LANGUAGES.to_vec(),
+        }
+    }
+
+    /// Refuses a `run_code` language the backend is known not to have.
+    pub fn check_language(&self, language: &str) -> Result<(), ToolError> {
+        // The aliases E2B's code interpreter takes.
+        let language = match language {
+            "js" => "javascript",
+            "ts" => "typescript",
+            other => other,
+        };
+        match &self.languages {
+            Some(list) if !list.iter().any(|l| l == language) => Err(ToolError::invalid(format!(
+                "Failed to run code: language '{language}' is not available on this backend (available: {})",
+                list.join(", ")
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// Resolves `input`, falling back to the variables `env` returns.
     pub fn resolve(
         input: ConfigInput,
@@ -197,6 +229,12 @@ impl Settings {
                 .readiness_timeout_ms
                 .unwrap_or(DEFAULT_READINESS_TIMEOUT_MS),
             attach_sandbox_id: non_empty(input.sandbox_id),
+            languages: non_empty(env("E2B_TOOLS_LANGUAGES")).map(|list| {
+                list.split(',')
+                    .map(|l| l.trim().to_ascii_lowercase())
+                    .filter(|l| !l.is_empty())
+                    .collect()
+            }),
         })
     }
 
@@ -264,6 +302,7 @@ fn builtin_defaults() -> Settings {
         rich_results: false,
         readiness_timeout_ms: DEFAULT_READINESS_TIMEOUT_MS,
         attach_sandbox_id: None,
+        languages: None,
     }
 }
 

@@ -349,7 +349,7 @@ pub fn write_file_request(
     settings: &Settings,
     sandbox: &SandboxHandle,
     path: &str,
-    content: &[u8],
+    content: Vec<u8>,
 ) -> HttpRequest {
     let req = sandbox_request(
         settings,
@@ -362,7 +362,7 @@ pub fn write_file_request(
     if sandbox.supports_octet_stream() {
         return req
             .header("content-type", "application/octet-stream")
-            .raw_body(content.to_vec());
+            .raw_body(content);
     }
     let boundary = "e2b-tools-wasm-boundary-7d41c9";
     let filename: String = path
@@ -379,7 +379,10 @@ pub fn write_file_request(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
     )
     .into_bytes();
-    body.extend_from_slice(content);
+    // Old envd only: the framing costs one copy of the content.
+    body.reserve_exact(content.len() + boundary.len() + 8);
+    body.extend_from_slice(&content);
+    drop(content);
     body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
     req.header(
         "content-type",
@@ -548,7 +551,7 @@ pub(crate) mod tests {
         let req = read_file_request(&s, &h, "/tmp/a.txt");
         assert_eq!(req.url, "http://127.0.0.1:4000/files?path=%2Ftmp%2Fa.txt");
         assert_eq!(req.header_value("accept-encoding"), Some("identity"));
-        let req = write_file_request(&s, &h, "/tmp/a.txt", b"hello");
+        let req = write_file_request(&s, &h, "/tmp/a.txt", b"hello".to_vec());
         assert_eq!(
             req.header_value("content-type"),
             Some("application/octet-stream")
@@ -558,7 +561,7 @@ pub(crate) mod tests {
             envd_version: "0.4.0".into(),
             ..h
         };
-        let req = write_file_request(&s, &old, "/tmp/a.txt", b"hello");
+        let req = write_file_request(&s, &old, "/tmp/a.txt", b"hello".to_vec());
         assert!(req
             .header_value("content-type")
             .unwrap()

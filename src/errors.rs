@@ -36,6 +36,9 @@ pub struct Failure {
     pub kind: ErrorKind,
     /// The text, as the SDK exception's `str()` would be where reasonable.
     pub message: String,
+    /// A connection that failed or broke in a way the next attempt may
+    /// not (refused, reset, closed early): an idempotent request is retried.
+    pub transient: bool,
 }
 
 impl Failure {
@@ -44,6 +47,15 @@ impl Failure {
         Self {
             kind,
             message: message.into(),
+            transient: false,
+        }
+    }
+
+    /// A [`ErrorKind::Network`] failure that may not happen again.
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self {
+            transient: true,
+            ..Self::new(ErrorKind::Network, message)
         }
     }
 }

@@ -269,7 +269,10 @@ impl wit_catalog::Guest for Component {
 
     fn call_tool(name: String, arguments_json: String) -> String {
         let rich = session::wasi().snapshot().settings.rich_results;
-        match args::parse_call(&name, &arguments_json) {
+        let call = args::parse_call(&name, &arguments_json);
+        // The arguments may be tens of megabytes: free them before the call.
+        drop(arguments_json);
+        match call {
             Err(err) => results::failure_json(&err),
             Ok(call) => match run(call) {
                 Ok(output) => results::success_json(&output, rich),

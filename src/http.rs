@@ -17,7 +17,7 @@ use wasip2::io::streams::{InputStream, StreamError};
 use wstd::io::{AsyncOutputStream, AsyncPollable};
 
 use crate::errors::{ErrorKind, Failure};
-use crate::platform::{Platform, Response, ResponseBody};
+use crate::platform::{Platform, Response, ResponseBody, READ_HEADERS};
 use crate::request::{split_url, HttpRequest, Method};
 
 /// Size of one read from a response body.
@@ -53,6 +53,10 @@ impl Platform for Wasi {
 
     async fn sleep_ns(&self, ns: u64) {
         wstd::task::sleep(std::time::Duration::from_nanos(ns).into()).await;
+    }
+
+    fn random_u64(&self) -> u64 {
+        wasip2::random::random::get_random_u64()
     }
 }
 
@@ -100,13 +104,10 @@ impl ResponseBody for BodyReader {
                 }
                 Err(StreamError::LastOperationFailed(e)) => {
                     self.stream = None;
-                    return Err(Failure::new(
-                        ErrorKind::Network,
-                        format!(
-                            "the connection closed while reading the answer: {}",
-                            first_line(&e.to_debug_string())
-                        ),
-                    ));
+                    return Err(Failure::transient(format!(
+                        "the connection closed while reading the answer: {}",
+                        first_line(&e.to_debug_string())
+                    )));
                 }
             }
         }
@@ -117,16 +118,22 @@ fn internal(msg: &str) -> Failure {
     Failure::new(ErrorKind::Internal, msg.to_string())
 }
 
-/// Maps a wasi:http error to a failure.
+/// Maps a wasi:http error to a failure; a connection that failed or broke
+/// is transient (a refusal by the host's policy is not).
 fn transport_error(host: &str, e: &ErrorCode) -> Failure {
-    let kind = match e {
+    let message = format!("request to {host} failed: {e:?}");
+    match e {
         ErrorCode::ConnectionReadTimeout
         | ErrorCode::ConnectionWriteTimeout
-        | ErrorCode::ConnectionTimeout => ErrorKind::Timeout,
-        ErrorCode::HttpRequestDenied => ErrorKind::Network,
-        _ => ErrorKind::Network,
-    };
-    Failure::new(kind, format!("request to {host} failed: {e:?}"))
+        | ErrorCode::ConnectionTimeout => Failure::new(ErrorKind::Timeout, message),
+        ErrorCode::ConnectionRefused
+        | ErrorCode::DestinationUnavailable
+        | ErrorCode::ConnectionTerminated
+        | ErrorCode::ConnectionLimitReached
+        | ErrorCode::HttpProtocolError
+        | ErrorCode::HttpResponseIncomplete => Failure::transient(message),
+        _ => Failure::new(ErrorKind::Network, message),
+    }
 }
 
 /// Sends `req`; `connect_timeout_ms` (0: none) bounds connecting.
@@ -242,6 +249,7 @@ pub async fn send(req: &HttpRequest, connect_timeout_ms: u32) -> Result<HttpResp
     };
     drop(future);
     let status = response.status();
+    let headers = read_headers(&response);
     let incoming: IncomingBody = response
         .consume()
         .map_err(|()| internal("the response body was not available"))?;
@@ -250,6 +258,7 @@ pub async fn send(req: &HttpRequest, connect_timeout_ms: u32) -> Result<HttpResp
         .map_err(|()| internal("the response body stream was not available"))?;
     Ok(HttpResponse {
         status,
+        headers,
         body: BodyReader {
             stream: Some((AsyncPollable::new(input.subscribe()), input)),
             _body: Some(incoming),
@@ -258,20 +267,32 @@ pub async fn send(req: &HttpRequest, connect_timeout_ms: u32) -> Result<HttpResp
     })
 }
 
+/// The response headers the orchestration reads ([`READ_HEADERS`]).
+fn read_headers(response: &IncomingResponse) -> Vec<(String, String)> {
+    let fields = response.headers();
+    READ_HEADERS
+        .iter()
+        .filter_map(|name| {
+            let values = fields.get(name);
+            let value = values.first()?;
+            Some((
+                name.to_string(),
+                String::from_utf8_lossy(value).into_owned(),
+            ))
+        })
+        .collect()
+}
+
 fn stream_failure(host: &str, e: StreamError) -> Failure {
-    match e {
-        StreamError::LastOperationFailed(err) => Failure::new(
-            ErrorKind::Network,
-            format!(
-                "request to {host} failed while sending: {}",
-                first_line(&err.to_debug_string())
-            ),
+    Failure::transient(match e {
+        StreamError::LastOperationFailed(err) => format!(
+            "request to {host} failed while sending: {}",
+            first_line(&err.to_debug_string())
         ),
-        StreamError::Closed => Failure::new(
-            ErrorKind::Network,
-            format!("request to {host} failed: the connection closed while sending"),
-        ),
-    }
+        StreamError::Closed => {
+            format!("request to {host} failed: the connection closed while sending")
+        }
+    })
 }
 
 /// The first line of a host error text (wasmtime appends a backtrace).

@@ -220,6 +220,7 @@ impl ExecutionCollector {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
+        let line = &*replace_lone_surrogates(line);
         let parsed: OutputLine = match serde_json::from_slice(line) {
             Ok(parsed) => parsed,
             Err(e) => {
@@ -367,9 +368,67 @@ const KNOWN_TYPES: &[&str] = &[
     "unexpected_end_of_execution",
 ];
 
+/// `line` with every `\uXXXX` escape of a lone UTF-16 surrogate replaced
+/// by `\ufffd`: Python's `json` (the kernel's side, and e2b-adk's) takes
+/// them and e2b-adk ends with U+FFFD; serde_json refuses the whole line.
+fn replace_lone_surrogates(line: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    /// The UTF-16 unit of a `\uXXXX` escape at `at`, if there is one.
+    fn unit_at(line: &[u8], at: usize) -> Option<u32> {
+        let hex = line.get(at..at + 6)?;
+        if hex[0] != b'\\' || hex[1] != b'u' {
+            return None;
+        }
+        u32::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    }
+    let is_high = |u: u32| (0xD800..=0xDBFF).contains(&u);
+    let is_low = |u: u32| (0xDC00..=0xDFFF).contains(&u);
+    if !line.windows(3).any(|w| w == b"\\ud" || w == b"\\uD") {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = Vec::with_capacity(line.len());
+    let mut i = 0;
+    while i < line.len() {
+        if line[i] != b'\\' {
+            out.push(line[i]);
+            i += 1;
+            continue;
+        }
+        match unit_at(line, i) {
+            Some(high) if is_high(high) && unit_at(line, i + 6).is_some_and(is_low) => {
+                out.extend_from_slice(&line[i..i + 12]);
+                i += 12;
+            }
+            Some(unit) if is_high(unit) || is_low(unit) => {
+                out.extend_from_slice(b"\\ufffd");
+                i += 6;
+            }
+            // Any other escape (`\\\\` included) is copied whole.
+            _ => {
+                out.extend_from_slice(&line[i..(i + 2).min(line.len())]);
+                i += 2;
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters_like_e2b_adk() {
+        let mut c = ExecutionCollector::new(100, false);
+        let lines = concat!(
+            r#"{"type": "stdout", "text": "a\ud800b \udc00 \ud83d\ude00 \\ud800"}"#,
+            "\n",
+            r#"{"type": "end_of_execution"}"#,
+            "\n"
+        );
+        c.feed(lines.as_bytes()).unwrap();
+        let ex = c.finish().unwrap();
+        assert_eq!(ex.stdout, "a\u{FFFD}b \u{FFFD} 😀 \\ud800");
+    }
 
     const STREAM: &str = concat!(
         "{\"type\": \"number_of_executions\", \"execution_count\": 1}\n",

@@ -25,6 +25,7 @@ pub mod platform;
 pub mod redact;
 pub mod request;
 pub mod results;
+pub mod retry;
 pub mod session;
 pub mod tools;
 pub mod truncate;

@@ -14,8 +14,23 @@ use crate::request::HttpRequest;
 pub struct Response<B> {
     /// HTTP status.
     pub status: u16,
+    /// The headers the orchestration reads (names in lower case).
+    pub headers: Vec<(String, String)>,
     /// The body.
     pub body: B,
+}
+
+/// The response headers the guest reads; others are not kept.
+pub const READ_HEADERS: [&str; 2] = ["retry-after", "should-retry"];
+
+impl<B> Response<B> {
+    /// The value of header `name` (lower case), if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// A response body, read chunk by chunk.
@@ -65,6 +80,9 @@ pub trait Platform {
 
     /// Sleeps `ns` nanoseconds.
     async fn sleep_ns(&self, ns: u64);
+
+    /// A random number (the jitter of retry backoff).
+    fn random_u64(&self) -> u64;
 }
 
 /// A platform for native tests: canned answers, a virtual clock.
@@ -165,22 +183,42 @@ pub mod fake {
     pub struct Answer {
         /// Its status.
         pub status: u16,
+        /// Its headers.
+        pub headers: Vec<(String, String)>,
         /// Its body, step by step.
         pub steps: Vec<Step>,
+        /// No answer: the connection fails before one (a reset).
+        pub refused: bool,
     }
 
     impl Answer {
         /// `status` with `body` at once.
         pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Self {
-            Self {
-                status,
-                steps: vec![Step::Bytes(body.into())],
-            }
+            Self::steps(status, vec![Step::Bytes(body.into())])
         }
 
         /// `status` with a body in steps.
         pub fn steps(status: u16, steps: Vec<Step>) -> Self {
-            Self { status, steps }
+            Self {
+                status,
+                headers: Vec::new(),
+                steps,
+                refused: false,
+            }
+        }
+
+        /// A connection reset instead of an answer.
+        pub fn reset() -> Self {
+            Self {
+                refused: true,
+                ..Self::steps(0, Vec::new())
+            }
+        }
+
+        /// The same answer with header `name: value`.
+        pub fn header(mut self, name: &str, value: &str) -> Self {
+            self.headers.push((name.to_string(), value.to_string()));
+            self
         }
     }
 
@@ -198,11 +236,14 @@ pub mod fake {
 
     impl FakePlatform {
         /// Answers requests containing `needle` with `answers`, in order;
-        /// earlier routes win.
+        /// earlier routes win, and routing the same needle again replaces
+        /// its answers.
         pub fn route(&self, needle: &str, answers: Vec<Answer>) {
-            self.routes
-                .borrow_mut()
-                .push((needle.to_string(), answers.into()));
+            let mut routes = self.routes.borrow_mut();
+            match routes.iter_mut().find(|(n, _)| n == needle) {
+                Some((_, old)) => *old = answers.into(),
+                None => routes.push((needle.to_string(), answers.into())),
+            }
         }
 
         /// The requests sent whose `"METHOD URL"` contains `needle`, with
@@ -233,9 +274,7 @@ pub mod fake {
                         let at = self.clock.now() + ms * 1_000_000;
                         self.clock.sleep_until(at).await;
                     }
-                    Some(Step::Break) => {
-                        return Err(Failure::new(ErrorKind::Network, "connection reset"))
-                    }
+                    Some(Step::Break) => return Err(Failure::transient("connection reset")),
                     Some(Step::Hang) => std::future::pending::<()>().await,
                 }
             }
@@ -267,8 +306,12 @@ pub mod fake {
                 answers.front().cloned()
             }
             .ok_or_else(|| Failure::new(ErrorKind::Network, "no answer left"))?;
+            if answer.refused {
+                return Err(Failure::transient("connection reset"));
+            }
             Ok(Response {
                 status: answer.status,
+                headers: answer.headers,
                 body: FakeBody {
                     clock: Rc::clone(&self.clock),
                     steps: answer.steps.into(),
@@ -288,6 +331,11 @@ pub mod fake {
         async fn sleep_ns(&self, ns: u64) {
             let at = self.clock.now().saturating_add(ns);
             self.clock.sleep_until(at).await;
+        }
+
+        /// Always 0: the shortest jitter, so waits are exact in tests.
+        fn random_u64(&self) -> u64 {
+            0
         }
     }
 }

@@ -20,6 +20,7 @@ use crate::errors::{ErrorKind, Failure};
 use crate::platform::{Platform, ResponseBody};
 use crate::redact::Secrets;
 use crate::request::HttpRequest;
+use crate::retry::{self, Attempt, Retry};
 
 /// When the TTL needs refreshing, on a monotonic clock in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,19 +156,78 @@ impl<P: Platform> Ctx<P> {
     }
 
     /// Sends a small request and reads its whole answer within the
-    /// request timeout.
+    /// request timeout, once.
     pub async fn exchange(
         &self,
         settings: &Settings,
         req: &HttpRequest,
     ) -> Result<(u16, Vec<u8>), Failure> {
+        let (status, _, body) = self.exchange_once(settings, req).await?;
+        Ok((status, body))
+    }
+
+    /// [`Ctx::exchange`], tried again as `retry` allows ([`crate::retry`]).
+    pub async fn exchange_retrying(
+        &self,
+        settings: &Settings,
+        req: &HttpRequest,
+        retry: Retry,
+    ) -> Result<(u16, Vec<u8>), Failure> {
+        let started = self.platform.now_ns();
+        let mut attempt = 0;
+        loop {
+            let result = self.exchange_once(settings, req).await;
+            let outcome = match &result {
+                Ok((status, headers, body)) => Attempt::answer(*status, headers, body),
+                Err(f) => Attempt::broken(f),
+            };
+            if !self
+                .wait_to_retry(settings, retry, attempt, outcome, started)
+                .await
+            {
+                return result.map(|(status, _, body)| (status, body));
+            }
+            attempt += 1;
+        }
+    }
+
+    /// Waits before retry `attempt + 1` of a request first sent at
+    /// `started_ns`, if the policy allows one; `false` to give up.
+    pub async fn wait_to_retry(
+        &self,
+        settings: &Settings,
+        retry: Retry,
+        attempt: u32,
+        outcome: Attempt<'_>,
+        started_ns: u64,
+    ) -> bool {
+        let budget = match settings.request_timeout_ms {
+            0 => retry::DEFAULT_BUDGET_NS,
+            ms => u64::from(ms) * 1_000_000,
+        };
+        let elapsed = self.platform.now_ns().saturating_sub(started_ns);
+        let random = self.platform.random_u64();
+        match retry::delay_ns(retry, attempt, outcome, random, elapsed, budget) {
+            Some(ns) => {
+                self.platform.sleep_ns(ns).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    async fn exchange_once(
+        &self,
+        settings: &Settings,
+        req: &HttpRequest,
+    ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), Failure> {
         let timeout = settings.request_timeout_ms;
         self.with_deadline(
             u64::from(timeout),
             async {
                 let mut resp = self.platform.send(req, timeout).await?;
                 let body = resp.body.read_to_end(16 << 20).await?;
-                Ok((resp.status, body))
+                Ok((resp.status, resp.headers, body))
             },
             || Failure::new(ErrorKind::Timeout, crate::errors::REQUEST_TIMEOUT),
         )
@@ -176,7 +236,9 @@ impl<P: Platform> Ctx<P> {
 
     async fn set_timeout(&self, settings: &Settings, id: &str) -> Result<(), Failure> {
         let req = api::set_timeout_request(settings, id)?;
-        let (status, body) = self.exchange(settings, &req).await?;
+        let (status, body) = self
+            .exchange_retrying(settings, &req, Retry::Idempotent)
+            .await?;
         api::parse_set_timeout(status, &body, id)
     }
 
@@ -218,7 +280,14 @@ impl<P: Platform> Ctx<P> {
             Some(id) => self.known_expiry(&settings, id).await,
             None => None,
         };
-        let (status, body) = self.exchange(&settings, &req).await.map_err(unavailable)?;
+        let retry = match attach {
+            Some(_) => Retry::Idempotent,
+            None => Retry::Create,
+        };
+        let (status, body) = self
+            .exchange_retrying(&settings, &req, retry)
+            .await
+            .map_err(unavailable)?;
         let handle = api::parse_sandbox(status, &body, attach.as_deref()).map_err(unavailable)?;
         let now = self.platform.now_ns();
         self.update(|s| {
@@ -235,7 +304,10 @@ impl<P: Platform> Ctx<P> {
     /// clock, if it can be read (connecting only ever extends it).
     async fn known_expiry(&self, settings: &Settings, id: &str) -> Option<u64> {
         let req = api::detail_request(settings, id).ok()?;
-        let (status, body) = self.exchange(settings, &req).await.ok()?;
+        let (status, body) = self
+            .exchange_retrying(settings, &req, Retry::Idempotent)
+            .await
+            .ok()?;
         let left = api::parse_time_left(status, &body, self.platform.wall_ns())?;
         Some(self.platform.now_ns().saturating_add(left))
     }
@@ -299,7 +371,9 @@ impl<P: Platform> Ctx<P> {
             return Ok(false);
         }
         let req = api::kill_request(&session.settings, &handle.id)?;
-        let (status, body) = self.exchange(&session.settings, &req).await?;
+        let (status, body) = self
+            .exchange_retrying(&session.settings, &req, Retry::Idempotent)
+            .await?;
         let killed = api::parse_kill(status, &body)?;
         self.update(|s| {
             s.sandbox = None;

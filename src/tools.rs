@@ -124,6 +124,7 @@ mod orchestration {
     use crate::interpreter::{self, ExecutionCollector};
     use crate::platform::{Platform, ResponseBody};
     use crate::results::Readiness;
+    use crate::retry::{Attempt, Retry};
     use crate::session::{Ctx, Unavailable};
     use crate::truncate::TruncatingSink;
 
@@ -153,8 +154,18 @@ mod orchestration {
     /// Runs one validated call in the sandbox.
     pub async fn execute<P: Platform>(
         ctx: &Ctx<P>,
-        call: ToolCall,
+        mut call: ToolCall,
     ) -> Result<ToolOutput, ToolError> {
+        // Typed calls come here unparsed: refuse what would not fit, and a
+        // language the backend is known not to have.
+        let refused = match &call {
+            ToolCall::WriteFile { content, .. } => crate::args::check_write_size(content),
+            ToolCall::RunCode(a) => ctx.snapshot().settings.check_language(&a.language),
+            _ => Ok(()),
+        };
+        if let Err(err) = refused {
+            return Err(finish_error(ctx, &call, err));
+        }
         let prefix = failure_prefix(&call);
         let (settings, sandbox) = match ctx.acquire().await {
             Ok(pair) => pair,
@@ -169,8 +180,8 @@ mod orchestration {
                 return Err(finish_error(ctx, &call, ToolError::from_failure(prefix, f)))
             }
         };
-        let op = run(ctx, &settings, &sandbox, &call);
         let bound = request_bounded(&settings, &call);
+        let op = run(ctx, &settings, &sandbox, &mut call);
         let result = ctx.with_heartbeat(&settings, &sandbox.id, bound, op).await;
         let secrets = ctx.secrets();
         match result {
@@ -241,7 +252,7 @@ mod orchestration {
         ctx: &Ctx<P>,
         settings: &Settings,
         sandbox: &SandboxHandle,
-        call: &ToolCall,
+        call: &mut ToolCall,
     ) -> Result<ToolOutput, OpError> {
         match call {
             ToolCall::RunCode(a) => run_code(ctx, settings, sandbox, a)
@@ -251,6 +262,8 @@ mod orchestration {
                 .await
                 .map(ToolOutput::Command),
             ToolCall::WriteFile { path, content } => {
+                // Moved into the request, not copied.
+                let content = std::mem::take(content).into_bytes();
                 write_file(ctx, settings, sandbox, path, content)
                     .await
                     .map_err(plain)?;
@@ -267,7 +280,10 @@ mod orchestration {
             }
             ToolCall::ListFiles { path } => {
                 let req = envd::list_dir_request(settings, sandbox, path);
-                let (status, body) = ctx.exchange(settings, &req).await.map_err(plain)?;
+                let (status, body) = ctx
+                    .exchange_retrying(settings, &req, Retry::Idempotent)
+                    .await
+                    .map_err(plain)?;
                 let entries = envd::parse_list_dir(status, &body).map_err(plain)?;
                 Ok(ToolOutput::Listed {
                     path: path.clone(),
@@ -536,9 +552,9 @@ mod orchestration {
         settings: &Settings,
         sandbox: &SandboxHandle,
         path: &str,
-        content: &str,
+        content: Vec<u8>,
     ) -> Result<(), Failure> {
-        let req = envd::write_file_request(settings, sandbox, path, content.as_bytes());
+        let req = envd::write_file_request(settings, sandbox, path, content);
         let (status, body) = ctx.exchange(settings, &req).await?;
         if (200..300).contains(&status) {
             Ok(())
@@ -554,24 +570,46 @@ mod orchestration {
         path: &str,
     ) -> Result<String, Failure> {
         let req = envd::read_file_request(settings, sandbox, path);
-        let mut sink = TruncatingSink::new(settings.max_output_bytes).redacting(&ctx.secrets());
-        ctx.with_deadline(
-            u64::from(settings.request_timeout_ms),
-            async {
-                let mut resp = ctx.platform.send(&req, settings.request_timeout_ms).await?;
-                if resp.status != 200 {
-                    let body = error_body(&mut resp.body).await;
-                    return Err(from_envd_http(resp.status, &body));
-                }
-                while let Some(chunk) = resp.body.chunk().await? {
-                    sink.push_bytes(&chunk);
-                }
-                Ok(())
-            },
-            || Failure::new(ErrorKind::Timeout, crate::errors::REQUEST_TIMEOUT),
-        )
-        .await?;
-        Ok(sink.finish())
+        let timeout = settings.request_timeout_ms;
+        let started = ctx.platform.now_ns();
+        let mut attempt = 0;
+        loop {
+            // A retry starts the content afresh.
+            let mut sink = TruncatingSink::new(settings.max_output_bytes).redacting(&ctx.secrets());
+            let result = ctx
+                .with_deadline(
+                    u64::from(timeout),
+                    async {
+                        let mut resp = ctx.platform.send(&req, timeout).await?;
+                        if resp.status != 200 {
+                            let body = error_body(&mut resp.body).await;
+                            return Ok(Some((resp.status, resp.headers, body)));
+                        }
+                        while let Some(chunk) = resp.body.chunk().await? {
+                            sink.push_bytes(&chunk);
+                        }
+                        Ok(None)
+                    },
+                    || Failure::new(ErrorKind::Timeout, crate::errors::REQUEST_TIMEOUT),
+                )
+                .await;
+            let outcome = match &result {
+                Ok(None) => return Ok(sink.finish()),
+                Ok(Some((status, headers, body))) => Attempt::answer(*status, headers, body),
+                Err(f) => Attempt::broken(f),
+            };
+            if !ctx
+                .wait_to_retry(settings, Retry::Idempotent, attempt, outcome, started)
+                .await
+            {
+                return match result {
+                    Ok(Some((status, _, body))) => Err(from_envd_http(status, &body)),
+                    Ok(None) => Ok(sink.finish()),
+                    Err(f) => Err(f),
+                };
+            }
+            attempt += 1;
+        }
     }
 }
 
@@ -864,6 +902,42 @@ mod orchestration_tests {
         })
         .unwrap();
         assert_eq!(ctx.platform.sent_ms(REFRESH), vec![151_000]);
+    }
+
+    #[test]
+    fn a_busy_api_and_a_reset_listing_are_retried_with_backoff() {
+        let ctx = ctx(300);
+        ctx.platform.route(
+            CREATE,
+            vec![
+                Answer::new(503, r#"{"code":503,"message":"busy"}"#),
+                Answer::new(429, r#"{"code":429,"message":"slow down"}"#).header("retry-after", "2"),
+                Answer::new(
+                    201,
+                    r#"{"sandboxID":"sbx1","templateID":"t","clientID":"c","envdVersion":"0.6.13"}"#,
+                ),
+            ],
+        );
+        let list = "Post http://sbx.test/filesystem.Filesystem/ListDir";
+        ctx.platform.route(
+            list,
+            vec![Answer::reset(), Answer::new(200, r#"{"entries":[]}"#)],
+        );
+        let call = ToolCall::ListFiles { path: "/".into() };
+        run(&ctx.platform.clock, execute(&ctx, call)).unwrap();
+        // 50 ms of backoff (the jitter is 0 here), then the Retry-After.
+        assert_eq!(ctx.platform.sent_ms(CREATE), vec![0, 50, 2_050]);
+        assert_eq!(ctx.platform.sent_ms(list), vec![2_050, 2_100]);
+    }
+
+    #[test]
+    fn a_create_that_may_have_made_a_sandbox_is_not_retried() {
+        let ctx = ctx(300);
+        ctx.platform
+            .route(CREATE, vec![Answer::new(502, "bad gateway")]);
+        let err = run(&ctx.platform.clock, execute(&ctx, command("true", None))).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::SandboxUnavailable, "{err:?}");
+        assert_eq!(ctx.platform.sent_ms(CREATE), vec![0]);
     }
 
     #[test]

@@ -293,6 +293,16 @@ impl Session {
     /// text, exactly as the component's `call-tool` takes and returns them
     /// (arguments that are not valid JSON give a `success: false` result).
     pub async fn call_text(&self, tool: &str, args_json: &str) -> Result<String, SessionError> {
+        // Refused before it is copied into the guest, where more than its
+        // memory cap would end the instance.
+        if args_json.len() > e2b_wire::MAX_ARGUMENTS_BYTES {
+            let refusal = serde_json::json!({
+                "success": false,
+                "error": e2b_wire::arguments_too_large(args_json.len()),
+                "partial_output": "",
+            });
+            return Ok(refusal.to_string());
+        }
         let mut guard = self.lock_alive().await?;
         let inst = &mut *guard;
         let started = inst.call_started(self.id, tool);
@@ -340,6 +350,16 @@ impl Session {
         path: &str,
         content: &str,
     ) -> Result<Result<(), ToolError>, SessionError> {
+        // As the guest would, but before the content is copied into it.
+        if content.len() > e2b_wire::MAX_WRITE_BYTES {
+            return Ok(Err(ToolError {
+                kind: crate::ErrorKind::InvalidArgument,
+                message: e2b_wire::write_too_large(content.len()),
+                partial_output: String::new(),
+                path: Some(path.to_string()),
+                command: None,
+            }));
+        }
         self.typed_call("write_file", async |tools, store| {
             tools.call_write_file(store, path, content).await
         })

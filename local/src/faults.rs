@@ -33,7 +33,10 @@ use crate::registry::Registry;
 /// What goes wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fault {
-    /// Answer `status` with JSON `{"code","message"}` (and `Retry-After`).
+    /// Answer `status` with JSON `{"code","message"}`, as E2B's API would:
+    /// with `Retry-After` and `Should-Retry` only when given (the server's
+    /// own errors say `Should-Retry: false`; an injected one is a
+    /// transient failure clients may retry).
     Status {
         /// The HTTP status.
         status: u16,
@@ -41,6 +44,8 @@ pub enum Fault {
         message: String,
         /// `Retry-After` seconds, if any.
         retry_after: Option<u32>,
+        /// `Should-Retry`, if any.
+        should_retry: Option<bool>,
     },
     /// Wait this long, then answer normally.
     Delay(Duration),
@@ -137,12 +142,20 @@ pub(crate) async fn apply(State(faults): State<Faults>, req: Request, next: Next
             status,
             message,
             retry_after,
+            should_retry,
         } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let mut resp = api_error(status, message);
+            let headers = resp.headers_mut();
+            headers.remove("should-retry");
             if let Some(secs) = retry_after {
-                resp.headers_mut()
-                    .insert("retry-after", HeaderValue::from(secs));
+                headers.insert("retry-after", HeaderValue::from(secs));
+            }
+            if let Some(retry) = should_retry {
+                headers.insert(
+                    "should-retry",
+                    HeaderValue::from_static(if retry { "true" } else { "false" }),
+                );
             }
             resp
         }

@@ -23,6 +23,7 @@ fn status(status: u16, retry_after: Option<u32>) -> Fault {
         status,
         message: format!("injected {status}"),
         retry_after,
+        should_retry: None,
     }
 }
 
@@ -39,16 +40,17 @@ fn echo(command: &str) -> RunCommandArgs {
 async fn create_failures_are_typed_and_not_cached() {
     let server = server().await;
     let s = session(&server).await;
-    for (code, retry_after, kind) in [
-        (500, None, ErrorKind::SandboxUnavailable),
-        (503, None, ErrorKind::SandboxUnavailable),
-        (429, Some(1), ErrorKind::RateLimited),
-        (429, None, ErrorKind::RateLimited),
-        (401, None, ErrorKind::Auth),
+    // 503 and 429 are retried three times: they fail when they persist.
+    for (code, times, kind) in [
+        (500, 1, ErrorKind::SandboxUnavailable),
+        (503, 4, ErrorKind::SandboxUnavailable),
+        (429, 4, ErrorKind::RateLimited),
+        (401, 1, ErrorKind::Auth),
     ] {
-        server
-            .faults()
-            .inject(rule("/v2/sandboxes", status(code, retry_after)));
+        server.faults().inject(FaultRule {
+            times,
+            ..rule("/v2/sandboxes", status(code, None))
+        });
         let err = s
             .run_command(&echo("true"))
             .await

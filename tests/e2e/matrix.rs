@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use e2b_local::{Fault, FaultRule, LocalServer};
 use e2b_tools_host::{ErrorKind, SandboxConfig, Session, ToolError};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::harness::{call, failed, ok, server, session, session_with};
 
@@ -17,11 +17,6 @@ fn once(path_prefix: &str, fault: Fault) -> FaultRule {
         times: 1,
         fault,
     }
-}
-
-/// The error a JSON result carries, as a `ToolError`-like pair.
-fn error_text(result: &Value) -> String {
-    result["error"].as_str().unwrap_or_default().to_string()
 }
 
 /// Creation answered `status`: the typed error, its message, nothing cached,
@@ -35,6 +30,7 @@ async fn create_cell(status: u16, retry_after: Option<u32>, kind: ErrorKind, say
             status,
             message: format!("injected {status}"),
             retry_after,
+            should_retry: None,
         },
     ));
     let started = Instant::now();
@@ -78,36 +74,219 @@ async fn create_500() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn create_503() {
-    create_cell(
-        503,
-        None,
-        ErrorKind::SandboxUnavailable,
-        "503: Service temporarily unavailable",
-    )
-    .await;
+async fn create_502_is_not_retried() {
+    // A gateway error may come after the sandbox was made: a retry would
+    // make a second one.
+    create_cell(502, None, ErrorKind::SandboxUnavailable, "502: ").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn create_429_with_retry_after() {
-    create_cell(
-        429,
-        Some(7),
-        ErrorKind::RateLimited,
-        "429: Rate limit exceeded",
-    )
-    .await;
+async fn create_503_that_says_should_retry_false_is_not_retried() {
+    let server = server().await;
+    let s = session(&server).await;
+    server.faults().inject(once(
+        "/v2/sandboxes",
+        Fault::Status {
+            status: 503,
+            message: "injected 503".into(),
+            retry_after: None,
+            should_retry: Some(false),
+        },
+    ));
+    let r = call(&s, "run_command", json!({"command": "true"})).await;
+    failed(
+        &r,
+        "Sandbox unavailable: 503: Service temporarily unavailable",
+    );
+    assert_eq!(server.stats().count(CREATE), 1);
+}
+
+// Retries: an idempotent request (or a creation that provably made
+// nothing) that meets 429, 502, 503, 504 or a reset is tried again, with
+// backoff or after `Retry-After`, at most 3 times.
+
+const CREATE: &str = "POST /v2/sandboxes";
+
+fn status_fault(status: u16, retry_after: Option<u32>) -> Fault {
+    Fault::Status {
+        status,
+        message: format!("injected {status}"),
+        retry_after,
+        should_retry: None,
+    }
+}
+
+/// Creation answered `status` once: retried, so the call succeeds.
+async fn create_retried_cell(status: u16, retry_after: Option<u32>) {
+    let server = server().await;
+    let s = session(&server).await;
+    server
+        .faults()
+        .inject(once("/v2/sandboxes", status_fault(status, retry_after)));
+    let started = Instant::now();
+    let r = ok(call(&s, "run_command", json!({"command": "echo hi"})).await);
+    assert_eq!(r["stdout"], "hi\n");
+    assert_eq!(server.stats().count(CREATE), 2);
+    assert_eq!(server.stats().sandboxes_created, 1);
+    if let Some(secs) = retry_after {
+        assert!(
+            started.elapsed() >= Duration::from_secs(u64::from(secs)),
+            "Retry-After honoured"
+        );
+    }
+    assert!(s.shutdown().await.unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn create_429_without_retry_after() {
-    create_cell(
-        429,
-        None,
-        ErrorKind::RateLimited,
-        "429: Rate limit exceeded",
+async fn create_503_once_is_retried() {
+    create_retried_cell(503, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_429_with_retry_after_is_retried_after_it() {
+    create_retried_cell(429, Some(1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_429_without_retry_after_is_retried_with_backoff() {
+    create_retried_cell(429, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_503_that_persists_fails_after_three_retries() {
+    let server = server().await;
+    let s = session(&server).await;
+    server.faults().inject(FaultRule {
+        times: 10,
+        ..once("/v2/sandboxes", status_fault(503, None))
+    });
+    let started = Instant::now();
+    let r = call(&s, "run_command", json!({"command": "true"})).await;
+    failed(
+        &r,
+        "Sandbox unavailable: 503: Service temporarily unavailable",
+    );
+    assert_eq!(
+        r["error"].as_str().unwrap().matches("injected 503").count(),
+        1
+    );
+    assert_eq!(server.stats().count(CREATE), 4, "1 + 3 retries");
+    assert!(started.elapsed() < Duration::from_secs(5), "bounded");
+    assert_eq!(server.stats().sandboxes_created, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_reset_is_not_retried() {
+    let server = server().await;
+    let s = session(&server).await;
+    server
+        .faults()
+        .inject(once("/v2/sandboxes", Fault::ResetAfter { bytes: 0 }));
+    let r = call(&s, "run_command", json!({"command": "true"})).await;
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(server.stats().count(CREATE), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_retries_get_info_and_connect() {
+    let server = server().await;
+    let owner = warm(&server, SandboxConfig::default()).await;
+    let id = owner.sandbox_id().await.unwrap().unwrap();
+    let s = session_with(
+        &server,
+        SandboxConfig {
+            sandbox_id: Some(id.clone()),
+            ..SandboxConfig::default()
+        },
+        1.0,
     )
     .await;
+    server.faults().inject(FaultRule {
+        method: Some(http::Method::GET),
+        ..once(&format!("/sandboxes/{id}"), status_fault(503, None))
+    });
+    server.faults().inject(once(
+        &format!("/v2/sandboxes/{id}/connect"),
+        status_fault(502, None),
+    ));
+    ok(call(&s, "run_command", json!({"command": "true"})).await);
+    let stats = server.stats();
+    assert_eq!(stats.count("GET /sandboxes/{id}"), 2);
+    assert_eq!(stats.count("POST /v2/sandboxes/{id}/connect"), 2);
+    assert!(s.shutdown().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_504_is_retried() {
+    let server = server().await;
+    let s = warm(&server, SandboxConfig::default()).await;
+    server.faults().inject(FaultRule {
+        method: Some(http::Method::DELETE),
+        ..once("/sandboxes/", status_fault(504, None))
+    });
+    assert!(s.shutdown().await.unwrap());
+    assert_eq!(server.stats().count("DELETE /sandboxes/{id}"), 2);
+    assert_eq!(server.stats().live_sandboxes, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refresh_503_is_retried() {
+    const SCALE: f64 = 30.0;
+    let server = crate::harness::server_scaled(SCALE).await;
+    let config = SandboxConfig {
+        timeout_seconds: Some(60),
+        ..SandboxConfig::default()
+    };
+    let s = session_with(&server, config, SCALE).await;
+    ok(call(&s, "run_command", json!({"command": "true"})).await);
+    // 36 s later less than half is left: the call refreshes first.
+    tokio::time::sleep(Duration::from_secs_f64(36.0 / SCALE)).await;
+    server
+        .faults()
+        .inject(once("/sandboxes/", status_fault(503, None)));
+    ok(call(&s, "run_command", json!({"command": "true"})).await);
+    assert_eq!(server.stats().count("POST /sandboxes/{id}/timeout"), 2);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_file_reset_and_503_are_retried() {
+    let server = server().await;
+    let s = warm(&server, SandboxConfig::default()).await;
+    ok(call(
+        &s,
+        "write_file",
+        json!({"path": "r.txt", "content": "whole"}),
+    )
+    .await);
+    for fault in [Fault::ResetAfter { bytes: 0 }, status_fault(503, None)] {
+        server.faults().inject(FaultRule {
+            method: Some(http::Method::GET),
+            ..once("/files", fault)
+        });
+        let r = ok(call(&s, "read_file", json!({"path": "r.txt"})).await);
+        assert_eq!(r["content"], "whole");
+    }
+    assert_eq!(server.stats().count("GET /files"), 4);
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_429_is_retried_after_its_retry_after() {
+    let server = server().await;
+    let s = warm(&server, SandboxConfig::default()).await;
+    server.faults().inject(once(
+        "/filesystem.Filesystem/ListDir",
+        status_fault(429, Some(1)),
+    ));
+    let started = Instant::now();
+    ok(call(&s, "list_files", json!({"path": "/home/user"})).await);
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    assert_eq!(
+        server.stats().count("POST /filesystem.Filesystem/ListDir"),
+        2
+    );
+    s.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,11 +367,36 @@ async fn execute_answering_10s_late_hits_a_1s_timeout() {
     let started = Instant::now();
     let r = call(&s, "run_code", json!({"code": "print(2)", "timeout": 1})).await;
     let elapsed = started.elapsed();
+    // The call's own 1 s deadline ends it, in the code interpreter SDK's
+    // words for an execution past its timeout, before any output.
     failed(&r, "Failed to run code: ");
+    assert_eq!(
+        r["error"],
+        "Failed to run code: Execution timed out — the 'timeout' option can be used to \
+         increase this timeout",
+        "{r}"
+    );
+    assert_eq!(r["partial_output"], "", "{r}");
     assert!(
         elapsed < Duration::from_secs(8),
         "gave up after {elapsed:?}: {r}"
     );
+    // Typed, the same failure is a timeout.
+    server
+        .faults()
+        .inject(once("/execute", Fault::Delay(Duration::from_secs(10))));
+    let err = s
+        .run_code(&e2b_tools_host::RunCodeArgs {
+            code: "print(2)".into(),
+            language: None,
+            envs: vec![],
+            timeout_seconds: Some(1),
+        })
+        .await
+        .unwrap()
+        .expect_err("the execution times out");
+    assert_eq!(err.kind, ErrorKind::Timeout, "{err:?}");
+    assert_eq!(err.message, r["error"], "{err:?}");
     let err = s
         .run_code(&e2b_tools_host::RunCodeArgs {
             code: "print(3)".into(),
@@ -203,7 +407,6 @@ async fn execute_answering_10s_late_hits_a_1s_timeout() {
         .await
         .unwrap();
     assert_eq!(err.expect("the next call works").stdout, "3\n");
-    let _ = error_text(&r);
     s.shutdown().await.unwrap();
 }
 

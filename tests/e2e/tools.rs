@@ -363,3 +363,192 @@ fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_writes_are_refused_and_the_largest_allowed_fits_a_small_guest() {
+    let server = server().await;
+    // A guest with half the default memory: a write at the limit must not
+    // be copied more than the content and its JSON need.
+    let s = e2b_tools_host::Session::open(
+        crate::harness::runtime(),
+        e2b_tools_host::SessionOptions {
+            env: crate::harness::env_for(&server),
+            memory_limit: 128 << 20,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let max = e2b_wire::MAX_WRITE_BYTES;
+    let r = ok(call(
+        &s,
+        "write_file",
+        json!({"path": "big.txt", "content": "x".repeat(max)}),
+    )
+    .await);
+    assert_eq!(r["path"], "big.txt");
+    let r = ok(call(&s, "run_command", json!({"command": "wc -c < big.txt"})).await);
+    assert_eq!(r["stdout"], format!("{max}\n"));
+
+    // One byte more: refused by the guest, with the path echoed.
+    let r = call(
+        &s,
+        "write_file",
+        json!({"path": "big.txt", "content": "x".repeat(max + 1)}),
+    )
+    .await;
+    assert_eq!(r["success"], false, "{}", &r.to_string()[..200]);
+    assert_eq!(r["path"], "big.txt");
+    let error = r["error"].as_str().unwrap();
+    assert!(error.contains(&format!("{} bytes", max + 1)), "{error}");
+    assert!(error.contains("at most 33554432 bytes (32 MiB)"), "{error}");
+    // Typed, and JSON larger than the guest could take: refused by the host.
+    let err = s
+        .write_file("big.txt", &"y".repeat(200 << 20))
+        .await
+        .unwrap()
+        .expect_err("refused");
+    assert_eq!(err.kind, ErrorKind::InvalidArgument, "{err:?}");
+    let r = call(
+        &s,
+        "write_file",
+        json!({"path": "big.txt", "content": "y".repeat(200 << 20)}),
+    )
+    .await;
+    assert_eq!(r["success"], false);
+    assert!(r["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("Invalid arguments: "));
+    // Nothing was lost: the session and the file are as they were.
+    let r = ok(call(&s, "run_command", json!({"command": "wc -c < big.txt"})).await);
+    assert_eq!(r["stdout"], format!("{max}\n"));
+    s.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_language_the_backend_lacks_is_an_invalid_argument_not_a_crash() {
+    let server = server().await;
+    let code = |language: &str| RunCodeArgs {
+        code: "1".into(),
+        language: Some(language.into()),
+        envs: vec![],
+        timeout_seconds: None,
+    };
+    // Not told which languages there are: the local server says.
+    let s = session(&server).await;
+    for language in ["r", "typescript", "java"] {
+        let err = s
+            .run_code(&code(language))
+            .await
+            .unwrap()
+            .expect_err(language);
+        assert_eq!(err.kind, ErrorKind::InvalidArgument, "{err:?}");
+        assert!(
+            err.message.contains(&format!(
+                "language '{language}' is not available on this backend"
+            )),
+            "{}",
+            err.message
+        );
+    }
+    assert!(s
+        .instructions()
+        .await
+        .unwrap()
+        .contains("typescript, r, java or bash"));
+    s.shutdown().await.unwrap();
+
+    // Told, as the CLI tells it for its local server: refused before any
+    // request, and the instructions offer only what there is.
+    let mut env = crate::harness::env_for(&server);
+    env.insert(
+        "E2B_TOOLS_LANGUAGES".into(),
+        e2b_local::interpreter::LANGUAGES.join(","),
+    );
+    let told = e2b_tools_host::Session::open(
+        crate::harness::runtime(),
+        e2b_tools_host::SessionOptions {
+            env,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let before = server.stats().count("POST /execute");
+    let r = call(&told, "run_code", json!({"code": "1", "language": "R"})).await;
+    assert_eq!(r["success"], false);
+    assert_eq!(
+        r["error"],
+        "Failed to run code: language 'r' is not available on this backend (available: python, javascript, bash)"
+    );
+    assert_eq!(server.stats().count("POST /execute"), before);
+    let text = told.instructions().await.unwrap();
+    assert!(
+        text.contains("execute python, javascript or bash in"),
+        "{text}"
+    );
+    let r = ok(call(
+        &told,
+        "run_code",
+        json!({"code": "console.log(6 * 7)", "language": "js"}),
+    )
+    .await);
+    assert_eq!(r["stdout"], "42\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_many_times_the_guests_memory_is_truncated_not_buffered() {
+    let server = server().await;
+    // 24 MiB of guest memory, 100 MB of output from each tool.
+    let s = e2b_tools_host::Session::open(
+        crate::harness::runtime(),
+        e2b_tools_host::SessionOptions {
+            env: crate::harness::env_for(&server),
+            memory_limit: 24 << 20,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let total: u64 = 100_000_000;
+    let marker = format!("…[truncated {} bytes]", "99,990,000");
+    let r = ok(call(
+        &s,
+        "run_command",
+        json!({"command": format!("head -c {total} /dev/zero | tr '\\0' x"), "timeout": 0}),
+    )
+    .await);
+    let stdout = r["stdout"].as_str().unwrap();
+    assert!(
+        stdout.ends_with(&marker),
+        "{}",
+        &stdout[stdout.len() - 60..]
+    );
+    let r = ok(call(
+        &s,
+        "run_code",
+        json!({"code": format!("import sys\nfor _ in range({}): sys.stdout.write('x' * 1_000_000)", total / 1_000_000)}),
+    )
+    .await);
+    let stdout = r["stdout"].as_str().unwrap();
+    assert!(
+        stdout.ends_with(&marker),
+        "{}",
+        &stdout[stdout.len().saturating_sub(60)..]
+    );
+    ok(call(
+        &s,
+        "run_command",
+        json!({"command": format!("head -c {total} /dev/zero > big")}),
+    )
+    .await);
+    let r = ok(call(&s, "read_file", json!({"path": "big"})).await);
+    let content = r["content"].as_str().unwrap();
+    assert!(
+        content.ends_with(&marker),
+        "{}",
+        &content[content.len() - 60..]
+    );
+    s.shutdown().await.unwrap();
+}

@@ -38,3 +38,33 @@ pub const HEADER_CONNECT_TIMEOUT: &str = "connect-timeout-ms";
 pub const HEADER_KEEPALIVE_INTERVAL: &str = "keepalive-ping-interval";
 /// The home directory and default working directory of user `user`.
 pub const HOME_DIR: &str = "/home/user";
+
+/// The most `write_file` takes in one call, in bytes: 32 MiB. Sized for the
+/// hosts' default 256 MiB guest memory cap, so that a write never ends the
+/// instance (the content, the JSON it came in and the request can be in
+/// memory at once). Guest and host both refuse more, the host before it
+/// copies anything into the guest.
+pub const MAX_WRITE_BYTES: usize = 32 << 20;
+
+/// The most JSON a `call-tool` takes, in bytes: room for the largest
+/// `write_file` content escaped.
+pub const MAX_ARGUMENTS_BYTES: usize = 2 * MAX_WRITE_BYTES;
+
+const SPLIT_ADVICE: &str =
+    "Write large files in parts (append with run_command), or generate them inside the sandbox.";
+
+/// The error for `write_file` content of `len` bytes, over [`MAX_WRITE_BYTES`].
+pub fn write_too_large(len: usize) -> String {
+    format!(
+        "Failed to write file: the content is {len} bytes; write_file takes at most {MAX_WRITE_BYTES} bytes ({} MiB) per call. {SPLIT_ADVICE}",
+        MAX_WRITE_BYTES >> 20
+    )
+}
+
+/// The error for `len` bytes of arguments, over [`MAX_ARGUMENTS_BYTES`].
+pub fn arguments_too_large(len: usize) -> String {
+    format!(
+        "Invalid arguments: {len} bytes of JSON; a tool call takes at most {MAX_ARGUMENTS_BYTES} bytes ({} MiB), and write_file at most {MAX_WRITE_BYTES} bytes of content. {SPLIT_ADVICE}",
+        MAX_ARGUMENTS_BYTES >> 20
+    )
+}

@@ -18,23 +18,26 @@ pub(crate) enum Language {
     Bash,
 }
 
+/// The languages this server has kernels for.
+pub const AVAILABLE: [&str; 3] = ["python", "javascript", "bash"];
+
 impl Language {
     /// Parses a client-given name the way the real server normalises it
-    /// (trim, lower-case, `js`/`ts` aliases). Unknown names are an error
-    /// whose text is sent as the 500 answer.
+    /// (trim, lower-case, `js`/`ts` aliases). A language this server has no
+    /// kernel for is an error whose text is sent as the 400 answer.
     pub(crate) fn parse(raw: &str) -> Result<Language, String> {
         let name = raw.trim().to_lowercase();
         match name.as_str() {
             "python" => Ok(Language::Python),
             "javascript" | "js" => Ok(Language::JavaScript),
             "bash" => Ok(Language::Bash),
-            "typescript" | "ts" => Err(
-                "Failed to create context for language typescript: no TypeScript kernel is available in this local server"
-                    .to_string(),
-            ),
-            other => Err(format!(
-                "Failed to create context for language {other}: unsupported language (supported: python, javascript, bash)"
-            )),
+            other => {
+                let other = if other == "ts" { "typescript" } else { other };
+                Err(format!(
+                    "language '{other}' is not available on this backend: the local server runs {}",
+                    AVAILABLE.join(", ")
+                ))
+            }
         }
     }
 

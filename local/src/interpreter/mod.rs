@@ -38,6 +38,7 @@ use e2b_wire::interpreter::Context;
 use context::ContextKernel;
 use language::Language;
 
+pub use language::AVAILABLE as LANGUAGES;
 pub use routes::router;
 
 /// Most contexts (each one a kernel process) a sandbox may have.
@@ -80,8 +81,9 @@ struct Registry {
 pub(crate) enum ContextError {
     /// No such context (404).
     NotFound(String),
-    /// Unsupported language, a kernel that failed to start, or a shut-down
-    /// interpreter (500).
+    /// A language this server has no kernel for (400).
+    Unavailable(String),
+    /// A kernel that failed to start, or a shut-down interpreter (500).
     Failed(String),
 }
 
@@ -140,7 +142,7 @@ impl Interpreter {
         cwd: Option<&str>,
     ) -> Result<Arc<ContextKernel>, ContextError> {
         let language =
-            Language::parse(language.unwrap_or("python")).map_err(ContextError::Failed)?;
+            Language::parse(language.unwrap_or("python")).map_err(ContextError::Unavailable)?;
         self.start_context(language, cwd.unwrap_or(DEFAULT_CWD), false)
             .await
     }
@@ -151,7 +153,7 @@ impl Interpreter {
         language: Option<&str>,
     ) -> Result<Arc<ContextKernel>, ContextError> {
         let language =
-            Language::parse(language.unwrap_or("python")).map_err(ContextError::Failed)?;
+            Language::parse(language.unwrap_or("python")).map_err(ContextError::Unavailable)?;
         let _creating = self.default_creation.lock().await;
         let existing = {
             let registry = self.registry();

@@ -43,6 +43,7 @@ impl IntoResponse for ContextError {
     fn into_response(self) -> Response {
         match self {
             ContextError::NotFound(message) => text(StatusCode::NOT_FOUND, message),
+            ContextError::Unavailable(message) => text(StatusCode::BAD_REQUEST, message),
             ContextError::Failed(message) => text(StatusCode::INTERNAL_SERVER_ERROR, message),
         }
     }

@@ -360,7 +360,7 @@ async fn contexts_can_be_created_listed_restarted_and_deleted() {
         post("/execute", json!({"code": "1", "language": "cobol"})),
     )
     .await;
-    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     let (status, _) = call(&app, post("/execute", json!({"nocode": 1}))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     let (status, body) = call(

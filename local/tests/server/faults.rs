@@ -29,6 +29,7 @@ async fn status_and_delay() {
                 status: 503,
                 message: "busy".into(),
                 retry_after: Some(2),
+                should_retry: None,
             },
         )
     });
