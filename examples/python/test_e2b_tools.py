@@ -186,6 +186,41 @@ class KeepAliveTest(unittest.TestCase):
             e2b.shutdown()
 
 
+class JavaScriptKernelTest(unittest.TestCase):
+    """The parity call in JavaScript only shows that both hosts agree; this
+    shows what the kernel gives."""
+
+    def test_values_console_output_state_and_errors(self):
+        e2b = new_instance()
+
+        def js(code, language="javascript"):
+            return e2b.call_tool("run_code", {"code": code, "language": language})
+
+        try:
+            self.assertEqual(
+                js("1 + 1", "js"),
+                {"stdout": "", "stderr": "", "text": "2", "error": "", "success": True},
+            )
+            self.assertEqual(
+                js("console.log(6 * 7)"),
+                {"stdout": "42\n", "stderr": "", "text": "", "error": "", "success": True},
+            )
+            first = js('let n = 40; console.error("to stderr"); n + 2')
+            self.assertEqual((first["stderr"], first["text"]), ("to stderr\n", "42"), first)
+            self.assertEqual(js("n * 2")["text"], "80")
+            # As in e2b-adk, an exception is a successful call with `error`
+            # set: the name and value, then the stack.
+            thrown = js("null.x")
+            self.assertTrue(thrown["success"], thrown)
+            self.assertTrue(
+                thrown["error"].startswith("TypeError: Cannot read properties of null (reading 'x')\n"),
+                thrown,
+            )
+            self.assertEqual(thrown["text"], "")
+        finally:
+            e2b.shutdown()
+
+
 @unittest.skipUnless(os.environ.get("E2B_TOOLS_EXPECTED"), "E2B_TOOLS_EXPECTED is not set")
 class ParityTest(unittest.TestCase):
     def test_same_results_as_the_rust_host(self):

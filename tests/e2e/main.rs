@@ -8,6 +8,7 @@
 //!   resume, shutdown.
 //! - `faults`: server faults injected through the local server's handle.
 //! - `matrix`: the remaining fault-matrix cells, one test each.
+//! - `shutdown`: a refused kill retried, shutdown during the creating call.
 //! - `security`: the allow-list, secrets, the memory cap, server auth and
 //!   sandbox isolation.
 //! - `soak`: 2,000 sequential calls and 50 concurrent sessions.
@@ -18,5 +19,6 @@ mod lifecycle;
 mod matrix;
 mod parity;
 mod security;
+mod shutdown;
 mod soak;
 mod tools;

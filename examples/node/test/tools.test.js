@@ -198,6 +198,46 @@ describe('keep-alive', () => {
   });
 });
 
+// The parity call in JavaScript only shows that both hosts agree; this shows
+// what the kernel gives.
+describe('the JavaScript kernel', () => {
+  it('gives the last value, console output, state across calls and errors', async () => {
+    const e2b = await loadE2BTools();
+    const js = (code, language = 'javascript') => e2b.callTool('run_code', { code, language });
+    try {
+      assert.deepEqual(js('1 + 1', 'js'), {
+        stdout: '',
+        stderr: '',
+        text: '2',
+        error: '',
+        success: true,
+      });
+      assert.deepEqual(js('console.log(6 * 7)'), {
+        stdout: '42\n',
+        stderr: '',
+        text: '',
+        error: '',
+        success: true,
+      });
+      const first = js('let n = 40; console.error("to stderr"); n + 2');
+      assert.equal(first.stderr, 'to stderr\n', JSON.stringify(first));
+      assert.equal(first.text, '42', JSON.stringify(first));
+      assert.equal(js('n * 2').text, '80');
+      // As in e2b-adk, an exception is a successful call with `error` set:
+      // the name and value, then the stack.
+      const thrown = js('null.x');
+      assert.equal(thrown.success, true, JSON.stringify(thrown));
+      assert.ok(
+        thrown.error.startsWith("TypeError: Cannot read properties of null (reading 'x')\n"),
+        JSON.stringify(thrown),
+      );
+      assert.equal(thrown.text, '');
+    } finally {
+      e2b.shutdown();
+    }
+  });
+});
+
 describe('parity with the Rust host', { skip: !process.env.E2B_TOOLS_EXPECTED }, () => {
   it('gives the same results as `e2b-tools batch` for the same calls', async () => {
     const calls = readFileSync(new URL('../../parity-calls.jsonl', import.meta.url), 'utf8')

@@ -4,15 +4,14 @@
 //! a real clock the same heartbeat comes too late and the sandbox dies.
 
 use e2b_tools_host::{
-    e2b_env, Backend, BackendKind, ClockMode, ComponentSource, LocalBackendOptions, Runtime,
-    SandboxConfig, Session, SessionOptions,
+    e2b_env, Backend, BackendKind, ClockMode, ComponentSource, ErrorKind, LocalBackendOptions,
+    RunCodeArgs, RunCodeOutput, Runtime, SandboxConfig, Session, SessionOptions, ToolError,
 };
-use serde_json::json;
 
 const SCALE: f64 = 10.0;
 
 /// Runs a 3 s sleep in a sandbox whose 10 s TTL lasts 1 s of real time.
-async fn long_call_with_clock(clock: ClockMode) -> serde_json::Value {
+async fn long_call_with_clock(clock: ClockMode) -> Result<RunCodeOutput, ToolError> {
     let runtime = Runtime::load(ComponentSource::Embedded).expect("component loads");
     let local = LocalBackendOptions {
         time_scale: SCALE,
@@ -36,10 +35,12 @@ async fn long_call_with_clock(clock: ClockMode) -> serde_json::Value {
     .await
     .expect("session opens");
     let result = session
-        .call_json(
-            "run_code",
-            &json!({"code": "import time\ntime.sleep(3)\nprint('done')"}),
-        )
+        .run_code(&RunCodeArgs {
+            code: "import time\ntime.sleep(3)\nprint('done')".into(),
+            language: None,
+            envs: vec![],
+            timeout_seconds: None,
+        })
         .await
         .expect("the call returns");
     let _ = session.shutdown().await;
@@ -49,13 +50,25 @@ async fn long_call_with_clock(clock: ClockMode) -> serde_json::Value {
 
 #[tokio::test]
 async fn a_scaled_clock_drives_the_heartbeat_at_scaled_speed() {
-    let result = long_call_with_clock(ClockMode::Scaled(SCALE)).await;
-    assert_eq!(result["success"], true, "{result}");
-    assert_eq!(result["stdout"], "done\n", "{result}");
+    let out = long_call_with_clock(ClockMode::Scaled(SCALE))
+        .await
+        .expect("the sandbox outlives the call");
+    assert_eq!(out.stdout, "done\n", "{out:?}");
 }
 
 #[tokio::test]
 async fn on_a_real_clock_the_same_heartbeat_is_too_slow() {
-    let result = long_call_with_clock(ClockMode::Real).await;
-    assert_eq!(result["success"], false, "{result}");
+    let err = long_call_with_clock(ClockMode::Real)
+        .await
+        .expect_err("the sandbox dies during the call");
+    // Killed by its TTL mid-call, not failing some other way: the guest
+    // confirms through `/health` that the sandbox is gone.
+    assert_eq!(err.kind, ErrorKind::SandboxExpired, "{err:?}");
+    assert!(
+        err.message.starts_with(
+            "Failed to run code: The sandbox was killed while the request was in progress."
+        ),
+        "{}",
+        err.message
+    );
 }

@@ -1,11 +1,20 @@
 """MCP client check for `e2b-tools mcp`, using the official `mcp` SDK.
 
 Usage: python mcp_client.py /path/to/e2b-tools
+Needs the `mcp` and `jsonschema` packages (target/pyenv has both).
 Prints OK on success; raises (non-zero exit) otherwise.
 """
 
 import json
 import sys
+
+try:
+    from jsonschema import Draft202012Validator
+except ImportError as err:
+    raise SystemExit(
+        f"mcp_client.py: {sys.executable} lacks the `jsonschema` package, which checks the "
+        "tools' input schemas; `scripts/bootstrap --test` installs it in target/pyenv"
+    ) from err
 
 import anyio
 from mcp.client.session import ClientSession
@@ -37,14 +46,9 @@ async def main(binary: str) -> None:
             listed = await session.list_tools()
             names = {tool.name for tool in listed.tools}
             assert names == EXPECTED, names
-            try:
-                from jsonschema import Draft202012Validator
-            except ImportError:
-                Draft202012Validator = None
             for tool in listed.tools:
                 assert tool.input_schema["type"] == "object", tool
-                if Draft202012Validator is not None:
-                    Draft202012Validator.check_schema(tool.input_schema)
+                Draft202012Validator.check_schema(tool.input_schema)
 
             result = await session.call_tool("run_code", {"code": "x = 6 * 7\nprint(x)"})
             assert not result.is_error, result

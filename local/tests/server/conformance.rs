@@ -1,10 +1,11 @@
 //! The official E2B Python SDK against the server: `tests/conformance/scenario.py`.
 //!
 //! The Python interpreter comes from `E2B_TOOLS_PYTHON` (a venv with
-//! e2b==2.63.0 and e2b-code-interpreter==2.11.5). Missing it is a failure,
-//! not a skip: this test is what proves compatibility. `E2B_TOOLS_PYTHON_V1`
-//! (a venv with e2b==2.32.0, the v1 endpoints) runs the same scenario
-//! without the code-interpreter steps, when set.
+//! e2b==2.63.0 and e2b-code-interpreter==2.11.5), the v1 run's from
+//! `E2B_TOOLS_PYTHON_V1` (a venv with e2b==2.32.0, the v1 endpoints, without
+//! the code-interpreter steps). Missing either is a failure, not a skip:
+//! these tests are what prove compatibility. `scripts/bootstrap --test`
+//! makes both venvs and `scripts/test` exports both variables.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -47,14 +48,23 @@ pub async fn run_python(h: &Harness, python: &str, script: &str, args: &[String]
     assert_eq!(h.server.stats().live_sandboxes, 0);
 }
 
+/// The interpreter `variable` names; panics with how to get one when unset.
+fn python_from(variable: &str, packages: &str, venv: &str) -> String {
+    std::env::var(variable).unwrap_or_else(|_| {
+        panic!(
+            "{variable} is not set: point it at a Python with {packages} installed; \
+             `scripts/bootstrap --test` makes one in {venv} (use {venv}/bin/python)"
+        )
+    })
+}
+
 #[tokio::test]
 async fn python_sdk_scenario() {
-    let python = std::env::var("E2B_TOOLS_PYTHON").unwrap_or_else(|_| {
-        panic!(
-            "E2B_TOOLS_PYTHON is not set: point it at a Python with e2b==2.63.0 and \
-             e2b-code-interpreter==2.11.5 installed (e.g. a venv's bin/python)"
-        )
-    });
+    let python = python_from(
+        "E2B_TOOLS_PYTHON",
+        "e2b==2.63.0 and e2b-code-interpreter==2.11.5",
+        "target/pyenv",
+    );
     let h = start().await;
     run_scenario(&h, &python).await;
     let stats = h.server.stats();
@@ -65,12 +75,7 @@ async fn python_sdk_scenario() {
 
 #[tokio::test]
 async fn python_sdk_v1_scenario() {
-    let Ok(python) = std::env::var("E2B_TOOLS_PYTHON_V1") else {
-        eprintln!(
-            "E2B_TOOLS_PYTHON_V1 is not set: skipping the e2b==2.32.0 (v1 endpoints) scenario"
-        );
-        return;
-    };
+    let python = python_from("E2B_TOOLS_PYTHON_V1", "e2b==2.32.0", "target/pyenv-v1");
     let h = start().await;
     run_scenario(&h, &python).await;
     let stats = h.server.stats();
