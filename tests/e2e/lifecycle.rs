@@ -248,7 +248,11 @@ async fn sandbox_options_reach_the_sandbox() {
     let s = session_with(&server, config, 1.0).await;
     let r = ok(call(&s, "run_command", json!({"command": "echo $TEAM"})).await);
     assert_eq!(r["stdout"], "blue\n");
-    let id = s.sandbox_id().await.unwrap().expect("a sandbox after a call");
+    let id = s
+        .sandbox_id()
+        .await
+        .unwrap()
+        .expect("a sandbox after a call");
     assert_eq!(
         sandbox_detail(&server, &id).await["metadata"],
         json!({"purpose": "e2e"}),
