@@ -85,6 +85,31 @@ pub trait Platform {
     fn random_u64(&self) -> u64;
 }
 
+/// A borrowed platform is one too (a test keeps its fake to inspect it).
+impl<T: Platform> Platform for &T {
+    type Body = T::Body;
+
+    async fn send(&self, req: &HttpRequest, timeout_ms: u32) -> Result<Response<T::Body>, Failure> {
+        (**self).send(req, timeout_ms).await
+    }
+
+    fn now_ns(&self) -> u64 {
+        (**self).now_ns()
+    }
+
+    fn wall_ns(&self) -> u64 {
+        (**self).wall_ns()
+    }
+
+    async fn sleep_ns(&self, ns: u64) {
+        (**self).sleep_ns(ns).await
+    }
+
+    fn random_u64(&self) -> u64 {
+        (**self).random_u64()
+    }
+}
+
 /// A platform for native tests: canned answers, a virtual clock.
 #[cfg(test)]
 pub mod fake {
@@ -232,6 +257,8 @@ pub mod fake {
         routes: RefCell<Vec<(String, VecDeque<Answer>)>>,
         /// Every request sent: when (ns) and `"METHOD URL"`.
         pub sent: RefCell<Vec<(u64, String)>>,
+        /// Every request sent as `"METHOD URL BODY"`.
+        requests: RefCell<Vec<String>>,
     }
 
     impl FakePlatform {
@@ -244,6 +271,23 @@ pub mod fake {
                 Some((_, old)) => *old = answers.into(),
                 None => routes.push((needle.to_string(), answers.into())),
             }
+        }
+
+        /// The bodies of the requests sent whose `"METHOD URL"` contains
+        /// `needle`.
+        pub fn bodies(&self, needle: &str) -> Vec<String> {
+            self.requests
+                .borrow()
+                .iter()
+                .filter(|r| {
+                    r.split(' ')
+                        .take(2)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                        .contains(needle)
+                })
+                .map(|r| r.splitn(3, ' ').nth(2).unwrap_or("").to_string())
+                .collect()
         }
 
         /// The requests sent whose `"METHOD URL"` contains `needle`, with
@@ -294,6 +338,7 @@ pub mod fake {
                 .borrow_mut()
                 .push((self.clock.now(), line.clone()));
             let haystack = format!("{line} {}", String::from_utf8_lossy(&req.body));
+            self.requests.borrow_mut().push(haystack.clone());
             let mut routes = self.routes.borrow_mut();
             let answers = routes
                 .iter_mut()

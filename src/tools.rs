@@ -673,116 +673,13 @@ mod tests {
 /// milliseconds, with no server and no wasm.
 #[cfg(test)]
 mod orchestration_tests {
-    use std::cell::RefCell;
-    use std::rc::Rc;
-
-    use e2b_wire::connect::{encode_envelope, FLAG_END_STREAM};
-    use e2b_wire::process::{end_event, DataEvent, ProcessEvent, ProcessEventMessage, StartEvent};
-
     use super::*;
-    use crate::args::{BackgroundArgs, RunCodeArgs, RunCommandArgs};
-    use crate::config::{ConfigInput, Settings};
+    use crate::config::ConfigInput;
     use crate::errors::ErrorKind;
-    use crate::platform::fake::{run, Answer, FakePlatform, Step, WALL_START_NS};
+    use crate::platform::fake::{run, Answer, Step, WALL_START_NS};
     use crate::platform::Platform;
     use crate::results::Readiness;
-    use crate::session::{Ctx, Session};
-
-    const CREATE: &str = "Post http://api.test/v2/sandboxes";
-    const REFRESH: &str = "Post http://api.test/sandboxes/sbx1/timeout";
-    const START: &str = "Post http://sbx.test/process.Process/Start";
-
-    /// A session with a `ttl_seconds` TTL whose sandbox is created on the
-    /// first call.
-    fn ctx(ttl_seconds: u32) -> Ctx<FakePlatform> {
-        ctx_with(ConfigInput {
-            timeout_seconds: Some(ttl_seconds),
-            ..Default::default()
-        })
-    }
-
-    /// A session configured by `input`, whose sandbox `sbx1` is created
-    /// (or attached) on the first call.
-    fn ctx_with(input: ConfigInput) -> Ctx<FakePlatform> {
-        let env = |name: &str| match name {
-            "E2B_API_KEY" => Some("e2b_key".to_string()),
-            "E2B_API_URL" => Some("http://api.test".to_string()),
-            "E2B_SANDBOX_URL" => Some("http://sbx.test".to_string()),
-            _ => None,
-        };
-        let settings = Settings::resolve(input, env).unwrap();
-        let ctx = Ctx {
-            platform: FakePlatform::default(),
-            session: Rc::new(RefCell::new(Session::new(settings))),
-        };
-        ctx.platform.route(
-            CREATE,
-            vec![Answer::new(
-                201,
-                r#"{"sandboxID":"sbx1","templateID":"t","clientID":"c","envdVersion":"0.6.13","envdAccessToken":"tok"}"#,
-            )],
-        );
-        ctx.platform.route(REFRESH, vec![Answer::new(204, "")]);
-        ctx
-    }
-
-    /// A command that starts, prints nothing for `ms`, and exits 0.
-    fn lasting(ms: u64) -> Answer {
-        let mut steps = vec![started(7), Step::Wait(ms)];
-        steps.extend(exited(0));
-        Answer::steps(200, steps)
-    }
-
-    fn event(ev: ProcessEvent) -> Step {
-        let msg = serde_json::to_vec(&ProcessEventMessage { event: ev }).unwrap();
-        Step::Bytes(encode_envelope(0, &msg))
-    }
-
-    fn started(pid: u32) -> Step {
-        event(ProcessEvent::Start(StartEvent { pid }))
-    }
-
-    fn stdout(text: &str) -> Step {
-        event(ProcessEvent::Data(DataEvent {
-            stdout: Some(text.as_bytes().to_vec()),
-            ..Default::default()
-        }))
-    }
-
-    fn exited(code: i32) -> Vec<Step> {
-        vec![
-            event(ProcessEvent::End(end_event(Some(code), None))),
-            Step::Bytes(encode_envelope(FLAG_END_STREAM, b"{}")),
-        ]
-    }
-
-    fn command(command: &str, timeout_ms: Option<u64>) -> ToolCall {
-        ToolCall::RunCommand(RunCommandArgs {
-            command: command.into(),
-            cwd: None,
-            envs: Default::default(),
-            timeout_ms,
-        })
-    }
-
-    fn python(code: &str) -> ToolCall {
-        ToolCall::RunCode(RunCodeArgs {
-            code: code.into(),
-            language: "python".into(),
-            envs: Default::default(),
-            timeout_ms: None,
-        })
-    }
-
-    fn background(command: &str, port: Option<u16>) -> ToolCall {
-        ToolCall::StartBackground(BackgroundArgs {
-            command: command.into(),
-            port,
-            cwd: None,
-            envs: Default::default(),
-            timeout_ms: None,
-        })
-    }
+    use crate::testing::*;
 
     #[test]
     fn a_command_past_its_deadline_fails_after_the_grace_with_its_partial_output() {
