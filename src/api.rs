@@ -170,6 +170,33 @@ pub fn kill_request(settings: &Settings, id: &str) -> Result<HttpRequest, Failur
     )
 }
 
+/// `POST /sandboxes/{id}/pause`.
+pub fn pause_request(settings: &Settings, id: &str) -> Result<HttpRequest, Failure> {
+    authed(
+        settings,
+        Method::Post,
+        &format!("/sandboxes/{}/pause", path_escape(id)),
+    )
+}
+
+/// The answer to pause: `true` if paused, `false` if it already was
+/// (409); a 404 means it is gone.
+pub fn parse_pause(status: u16, body: &[u8], id: &str) -> Result<bool, Failure> {
+    match status {
+        200..=299 => Ok(true),
+        409 => Ok(false),
+        _ => parse_set_timeout(status, body, id).map(|()| false),
+    }
+}
+
+/// Whether a sandbox's detail says it pauses at its timeout
+/// (`lifecycle.onTimeout == "pause"`); `None` when it does not say.
+pub fn parse_pauses_on_timeout(body: &[u8]) -> Option<bool> {
+    let detail: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let on_timeout = detail.get("lifecycle")?.get("onTimeout")?.as_str()?;
+    Some(on_timeout == "pause")
+}
+
 /// The answer to create or connect.
 pub fn parse_sandbox(
     status: u16,

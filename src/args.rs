@@ -280,6 +280,12 @@ pub fn parse_call(name: &str, arguments_json: &str) -> Result<ToolCall, ToolErro
     parse_args(tool, args)
 }
 
+/// Parses tool `tool`'s arguments given as a JSON object (moved in, so a
+/// large `content` is not copied).
+pub fn parse_object(tool: ToolName, args: Map<String, Value>) -> Result<ToolCall, ToolError> {
+    parse_args(tool, args)
+}
+
 fn parse_args(tool: ToolName, mut args: Map<String, Value>) -> Result<ToolCall, ToolError> {
     let args = &mut args;
     match tool {

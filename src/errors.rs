@@ -29,6 +29,24 @@ pub enum ErrorKind {
     Internal,
 }
 
+impl ErrorKind {
+    /// The WIT `error-kind` case name, e.g. `sandbox-expired`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "invalid-argument",
+            ErrorKind::SandboxUnavailable => "sandbox-unavailable",
+            ErrorKind::SandboxExpired => "sandbox-expired",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::NotFound => "not-found",
+            ErrorKind::PermissionDenied => "permission-denied",
+            ErrorKind::RateLimited => "rate-limited",
+            ErrorKind::Auth => "auth",
+            ErrorKind::Network => "network",
+            ErrorKind::Internal => "internal",
+        }
+    }
+}
+
 /// A failure of one operation against E2B, before a tool adds its prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {

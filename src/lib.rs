@@ -27,8 +27,15 @@ pub mod request;
 pub mod results;
 pub mod retry;
 pub mod session;
+pub mod stateless;
+#[cfg(test)]
+mod testing;
 pub mod tools;
 pub mod truncate;
 
-#[cfg(target_arch = "wasm32")]
+// One component per build: the embedding world by default, the stateless
+// world with `--features stateless`.
+#[cfg(all(target_arch = "wasm32", not(feature = "stateless")))]
 mod exports;
+#[cfg(all(target_arch = "wasm32", feature = "stateless"))]
+mod stateless_exports;

@@ -122,8 +122,13 @@ impl OrderedObject {
 
 /// e2b-adk's success dict for `output`; `rich` adds run_code's `results`.
 pub fn success_json(output: &ToolOutput, rich: bool) -> String {
+    success_object(output, rich).put("success", true).to_json()
+}
+
+/// [`success_json`]'s keys before `success`, for callers that add some.
+pub fn success_object(output: &ToolOutput, rich: bool) -> OrderedObject {
     let obj = OrderedObject::default();
-    let obj = match output {
+    match output {
         ToolOutput::Code(ex) => {
             let mut obj = obj
                 .put("stdout", ex.stdout.as_str())
@@ -180,12 +185,16 @@ pub fn success_json(output: &ToolOutput, rich: bool) -> String {
             }
             obj
         }
-    };
-    obj.put("success", true).to_json()
+    }
 }
 
 /// e2b-adk's failure dict.
 pub fn failure_json(err: &ToolError) -> String {
+    failure_object(err).to_json()
+}
+
+/// [`failure_json`]'s object, for callers that add keys.
+pub fn failure_object(err: &ToolError) -> OrderedObject {
     let mut obj = OrderedObject::default()
         .put("success", false)
         .put("error", err.message.as_str())
@@ -196,7 +205,7 @@ pub fn failure_json(err: &ToolError) -> String {
     if let Some(command) = &err.command {
         obj = obj.put("command", command.as_str());
     }
-    obj.to_json()
+    obj
 }
 
 #[cfg(test)]

@@ -1,0 +1,375 @@
+//! The stateless tools (world `e2b-tools-stateless`), for hosts that make a
+//! fresh instance for every call (plugin marketplaces such as wassette, MCP
+//! gateways): nothing survives in instance memory, so the sandbox travels
+//! as an id. A call without one creates a sandbox (tagged
+//! [`STATELESS_TAG`] in its metadata, so it can be found and cleaned up); a
+//! call with one connects to it (E2B's connect: resumes a paused sandbox,
+//! extends its timeout, hands back the access token). Either way the call
+//! then runs exactly as in the embedding world ([`crate::tools::execute`]),
+//! and its result dict carries the sandbox id. An id that no longer exists
+//! fails (`not-found`): it never silently becomes a new sandbox.
+//!
+//! Configuration comes only from the environment the host grants:
+//! `E2B_API_KEY`, `E2B_DOMAIN` / `E2B_API_URL` / `E2B_SANDBOX_URL`, and
+//! [`TEMPLATE_VAR`], [`TIMEOUT_VAR`], [`MAX_OUTPUT_VAR`], [`ON_TIMEOUT_VAR`].
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::api;
+use crate::args::ToolCall;
+use crate::config::{ConfigInput, OnTimeout, Settings};
+use crate::errors::{ErrorKind, ToolError};
+use crate::platform::Platform;
+use crate::results::{self, ToolOutput};
+use crate::retry::Retry;
+use crate::session::{Ctx, Session};
+
+/// Metadata key and value of every sandbox a stateless call creates.
+pub const STATELESS_TAG: (&str, &str) = ("e2b-tools", "stateless");
+/// The sandbox template (default `code-interpreter-v1`).
+pub const TEMPLATE_VAR: &str = "E2B_TOOLS_TEMPLATE";
+/// The sandbox timeout in seconds, counted from each call (default 300).
+pub const TIMEOUT_VAR: &str = "E2B_TOOLS_TIMEOUT";
+/// The byte bound of each output field (default 10000).
+pub const MAX_OUTPUT_VAR: &str = "E2B_TOOLS_MAX_OUTPUT_BYTES";
+/// `kill` (default) or `pause`: what a sandbox does at its timeout, and
+/// what closing it does.
+pub const ON_TIMEOUT_VAR: &str = "E2B_TOOLS_ON_TIMEOUT";
+
+/// The settings of one stateless call on `sandbox_id` ("": a new sandbox),
+/// from the environment alone.
+pub fn settings(
+    env: &impl Fn(&str) -> Option<String>,
+    sandbox_id: &str,
+) -> Result<Settings, ToolError> {
+    let number = |name: &str| -> Result<Option<u32>, ToolError> {
+        match env(name).filter(|v| !v.trim().is_empty()) {
+            None => Ok(None),
+            Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                ToolError::invalid(format!("{name} must be a whole number, got '{v}'"))
+            }),
+        }
+    };
+    let on_timeout = match env(ON_TIMEOUT_VAR).as_deref().map(str::trim) {
+        None | Some("") | Some("kill") => None,
+        Some("pause") => Some(OnTimeout::Pause),
+        Some(other) => {
+            return Err(ToolError::invalid(format!(
+                "{ON_TIMEOUT_VAR} must be kill or pause, got '{other}'"
+            )))
+        }
+    };
+    let input = ConfigInput {
+        template: env(TEMPLATE_VAR),
+        timeout_seconds: number(TIMEOUT_VAR)?,
+        max_output_bytes: number(MAX_OUTPUT_VAR)?,
+        on_timeout,
+        metadata: vec![(STATELESS_TAG.0.into(), STATELESS_TAG.1.into())],
+        sandbox_id: Some(sandbox_id.trim().to_string()),
+        ..ConfigInput::default()
+    };
+    Settings::resolve(input, env)
+}
+
+/// A fresh session for one call.
+fn ctx<P: Platform>(platform: P, settings: Settings) -> Ctx<P> {
+    Ctx {
+        platform,
+        session: Rc::new(RefCell::new(Session::new(settings))),
+    }
+}
+
+/// Runs `call` in sandbox `sandbox_id` ("": a new one) and answers with
+/// e2b-adk's result dict plus `sandbox_id` (and `kind` on failure).
+pub async fn call<P: Platform>(
+    platform: P,
+    env: impl Fn(&str) -> Option<String>,
+    sandbox_id: &str,
+    call: Result<ToolCall, ToolError>,
+) -> String {
+    let settings = match settings(&env, sandbox_id) {
+        Ok(settings) => settings,
+        Err(err) => return failure_json(&err, sandbox_id),
+    };
+    let call = match call {
+        Ok(call) => call,
+        Err(err) => return failure_json(&err, sandbox_id),
+    };
+    let rich = settings.rich_results;
+    let ctx = ctx(platform, settings);
+    let result = crate::tools::execute(&ctx, call).await;
+    // The sandbox the call ran in, created by it if none was named.
+    let id = ctx
+        .snapshot()
+        .sandbox
+        .map(|h| h.id)
+        .unwrap_or_else(|| sandbox_id.trim().to_string());
+    match result {
+        Ok(output) => success_json(&output, rich, &id),
+        Err(err) => failure_json(&err, &id),
+    }
+}
+
+/// How a sandbox was closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// Killed: its files are gone.
+    Killed,
+    /// Paused (its lifecycle says so): connecting to it by id resumes it.
+    Paused,
+    /// It no longer existed.
+    Gone,
+}
+
+impl Closed {
+    /// The name results use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Closed::Killed => "killed",
+            Closed::Paused => "paused",
+            Closed::Gone => "gone",
+        }
+    }
+}
+
+/// Closes sandbox `sandbox_id`: pauses it if its lifecycle pauses at the
+/// timeout, else kills it.
+pub async fn close<P: Platform>(
+    platform: P,
+    env: impl Fn(&str) -> Option<String>,
+    sandbox_id: &str,
+) -> String {
+    let id = sandbox_id.trim();
+    if id.is_empty() {
+        let err = ToolError::invalid("Missing or invalid required argument: sandbox_id");
+        return failure_json(&err, "");
+    }
+    let closed = match settings(&env, id) {
+        Ok(settings) => close_with(&ctx(platform, settings.clone()), &settings, id).await,
+        Err(err) => Err(err),
+    };
+    match closed {
+        Ok(closed) => results::OrderedObject::default()
+            .put("sandbox_id", id.to_string())
+            .put("closed", closed.as_str())
+            .put("success", true)
+            .to_json(),
+        Err(err) => failure_json(&err, id),
+    }
+}
+
+async fn close_with<P: Platform>(
+    ctx: &Ctx<P>,
+    settings: &Settings,
+    id: &str,
+) -> Result<Closed, ToolError> {
+    let fail = |f| ToolError::from_failure("Failed to close the sandbox: ", f);
+    let req = api::detail_request(settings, id).map_err(fail)?;
+    let (status, body) = ctx
+        .exchange_retrying(settings, &req, Retry::Idempotent)
+        .await
+        .map_err(fail)?;
+    if status == 404 {
+        return Ok(Closed::Gone);
+    }
+    let pauses = api::parse_pauses_on_timeout(&body)
+        .unwrap_or(settings.on_timeout == Some(OnTimeout::Pause));
+    if pauses {
+        let req = api::pause_request(settings, id).map_err(fail)?;
+        let (status, body) = ctx
+            .exchange_retrying(settings, &req, Retry::Idempotent)
+            .await
+            .map_err(fail)?;
+        return match api::parse_pause(status, &body, id) {
+            Ok(_) => Ok(Closed::Paused),
+            Err(f) if f.kind == ErrorKind::SandboxExpired => Ok(Closed::Gone),
+            Err(f) => Err(fail(f)),
+        };
+    }
+    let req = api::kill_request(settings, id).map_err(fail)?;
+    let (status, body) = ctx
+        .exchange_retrying(settings, &req, Retry::Idempotent)
+        .await
+        .map_err(fail)?;
+    match api::parse_kill(status, &body).map_err(fail)? {
+        true => Ok(Closed::Killed),
+        false => Ok(Closed::Gone),
+    }
+}
+
+fn success_json(output: &ToolOutput, rich: bool, sandbox_id: &str) -> String {
+    results::success_object(output, rich)
+        .put("sandbox_id", sandbox_id.to_string())
+        .put("success", true)
+        .to_json()
+}
+
+fn failure_json(err: &ToolError, sandbox_id: &str) -> String {
+    results::failure_object(err)
+        .put("kind", err.kind.as_str())
+        .put("sandbox_id", sandbox_id.to_string())
+        .to_json()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::platform::fake::{run, Answer, FakePlatform};
+    use crate::testing::{command, exited, started, stdout, CREATE, CREATED, START};
+
+    const CONNECT: &str = "Post http://api.test/v2/sandboxes/sbx1/connect";
+    const DETAIL: &str = "Get http://api.test/sandboxes/sbx1";
+    const KILL: &str = "Delete http://api.test/sandboxes/sbx1";
+
+    fn platform() -> FakePlatform {
+        let platform = FakePlatform::default();
+        // Before CREATE, whose URL is a prefix of CONNECT's.
+        platform.route(CONNECT, vec![Answer::new(200, CREATED)]);
+        platform.route(CREATE, vec![Answer::new(201, CREATED)]);
+        let mut steps = vec![started(7), stdout("hi\n")];
+        steps.extend(exited(0));
+        platform.route(START, vec![Answer::steps(200, steps)]);
+        platform
+    }
+
+    /// How many sandboxes were created.
+    fn creates(p: &FakePlatform) -> usize {
+        p.sent.borrow().iter().filter(|(_, r)| r == CREATE).count()
+    }
+
+    fn parse(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn without_an_id_a_tagged_sandbox_is_created_and_its_id_returned() {
+        let p = platform();
+        let clock = p.clock.clone();
+        let out = run(
+            &clock,
+            call(&p, crate::testing::env, "", Ok(command("echo hi", None))),
+        );
+        let out = parse(&out);
+        assert_eq!(out["stdout"], "hi\n");
+        assert_eq!(out["sandbox_id"], "sbx1");
+        assert_eq!(out["success"], true);
+        assert_eq!(creates(&p), 1);
+        assert_eq!(p.sent_ms(CONNECT).len(), 0);
+        assert!(p.bodies(CREATE)[0].contains(r#""metadata":{"e2b-tools":"stateless"}"#));
+    }
+
+    #[test]
+    fn with_an_id_the_sandbox_is_connected_to_and_none_created() {
+        let p = platform();
+        let clock = p.clock.clone();
+        let out = parse(&run(
+            &clock,
+            call(
+                &p,
+                crate::testing::env,
+                " sbx1 ",
+                Ok(command("echo hi", None)),
+            ),
+        ));
+        assert_eq!(
+            (out["stdout"].as_str(), out["sandbox_id"].as_str()),
+            (Some("hi\n"), Some("sbx1"))
+        );
+        assert_eq!(p.sent_ms(CONNECT).len(), 1);
+        assert_eq!(creates(&p), 0);
+    }
+
+    #[test]
+    fn an_id_that_is_gone_fails_and_never_becomes_a_new_sandbox() {
+        let p = platform();
+        p.route(
+            CONNECT,
+            vec![Answer::new(404, r#"{"code":404,"message":"not found"}"#)],
+        );
+        let clock = p.clock.clone();
+        let out = parse(&run(
+            &clock,
+            call(&p, crate::testing::env, "sbx1", Ok(command("true", None))),
+        ));
+        assert_eq!(out["success"], false);
+        assert_eq!(out["kind"], "not-found");
+        assert_eq!(out["sandbox_id"], "sbx1");
+        assert!(
+            out["error"].as_str().unwrap().contains("sbx1 not found"),
+            "{out}"
+        );
+        assert_eq!(creates(&p), 0);
+    }
+
+    #[test]
+    fn close_kills_or_pauses_as_the_sandbox_lifecycle_says() {
+        let p = platform();
+        p.route(
+            DETAIL,
+            vec![Answer::new(200, r#"{"lifecycle":{"onTimeout":"kill"}}"#)],
+        );
+        p.route(KILL, vec![Answer::new(204, "")]);
+        let clock = p.clock.clone();
+        let out = parse(&run(&clock, close(&p, crate::testing::env, "sbx1")));
+        assert_eq!(
+            (out["closed"].as_str(), out["success"].as_bool()),
+            (Some("killed"), Some(true))
+        );
+
+        let p = platform();
+        p.route(
+            DETAIL,
+            vec![Answer::new(200, r#"{"lifecycle":{"onTimeout":"pause"}}"#)],
+        );
+        p.route(
+            "Post http://api.test/sandboxes/sbx1/pause",
+            vec![Answer::new(204, "")],
+        );
+        let out = parse(&run(&clock, close(&p, crate::testing::env, "sbx1")));
+        assert_eq!(out["closed"], "paused");
+        assert!(p.sent_ms(KILL).is_empty());
+
+        let p = platform();
+        p.route(DETAIL, vec![Answer::new(404, "")]);
+        let out = parse(&run(&clock, close(&p, crate::testing::env, "sbx1")));
+        assert_eq!(out["closed"], "gone");
+        let out = parse(&run(&clock, close(&p, crate::testing::env, "")));
+        assert_eq!(
+            (out["success"].as_bool(), out["kind"].as_str()),
+            (Some(false), Some("invalid-argument"))
+        );
+    }
+
+    #[test]
+    fn the_environment_configures_each_call() {
+        let env = |name: &str| match name {
+            TEMPLATE_VAR => Some("base".to_string()),
+            TIMEOUT_VAR => Some("600".to_string()),
+            MAX_OUTPUT_VAR => Some("20".to_string()),
+            ON_TIMEOUT_VAR => Some("pause".to_string()),
+            other => crate::testing::env(other),
+        };
+        let s = settings(&env, "").unwrap();
+        assert_eq!(
+            (s.template.as_str(), s.ttl_seconds(), s.max_output_bytes),
+            ("base", 600, 20)
+        );
+        assert_eq!(s.on_timeout, Some(OnTimeout::Pause));
+        assert_eq!(s.attach_sandbox_id, None);
+        let bad = |name: &'static str, value: &'static str| {
+            move |n: &str| {
+                (n == name)
+                    .then(|| value.to_string())
+                    .or_else(|| crate::testing::env(n))
+            }
+        };
+        assert!(settings(&bad(TIMEOUT_VAR, "soon"), "")
+            .unwrap_err()
+            .message
+            .contains("E2B_TOOLS_TIMEOUT"));
+        assert!(settings(&bad(ON_TIMEOUT_VAR, "nap"), "").is_err());
+    }
+}
