@@ -1,7 +1,8 @@
-//! Builds the guest component (the workspace's root package) for
-//! `wasm32-wasip2` and hands its path to the host crate as
-//! `E2B_TOOLS_EMBEDDED_COMPONENT`, so the `e2b-tools` binary embeds it and is
-//! self-contained.
+//! Builds the guest components (the workspace's root package) for
+//! `wasm32-wasip2`, the embedding world and the stateless one, and hands
+//! their paths to the host crate as `E2B_TOOLS_EMBEDDED_COMPONENT` and
+//! `E2B_TOOLS_EMBEDDED_STATELESS`, so the `e2b-tools` binary embeds them and
+//! is self-contained.
 //!
 //! Precautions (docs/TOOLCHAIN.md, "Building the guest from
 //! `host/build.rs`"):
@@ -12,8 +13,9 @@
 //!   host's flags leak into the wasm build;
 //! - `CARGO_MAKEFLAGS` is kept so the nested build joins the jobserver.
 //!
-//! Set `E2B_TOOLS_GUEST_WASM=/path/to/component.wasm` to embed a prebuilt
-//! component instead of building one.
+//! Set `E2B_TOOLS_GUEST_WASM=/path/to/component.wasm` (and
+//! `E2B_TOOLS_GUEST_STATELESS_WASM` for the stateless one) to embed a
+//! prebuilt component instead of building one.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -30,17 +32,10 @@ fn main() {
         .expect("host/ lives inside the workspace")
         .to_path_buf();
 
-    println!("cargo:rerun-if-env-changed=E2B_TOOLS_GUEST_WASM");
-    if let Some(prebuilt) = env::var_os("E2B_TOOLS_GUEST_WASM") {
-        let prebuilt = PathBuf::from(prebuilt);
-        println!("cargo:rerun-if-changed={}", prebuilt.display());
-        embed(&prebuilt);
-        return;
-    }
-
     for input in [
         "src",
         "wit",
+        "build.rs",
         "wire/src",
         "wire/Cargo.toml",
         "Cargo.toml",
@@ -49,12 +44,41 @@ fn main() {
         println!("cargo:rerun-if-changed={}", workspace.join(input).display());
     }
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+    let target_dir = outer_target_dir(&workspace);
+    // The embedding world, and the stateless one (`--features stateless`).
+    for (var, rustc_env, features, dir) in [
+        (
+            "E2B_TOOLS_GUEST_WASM",
+            "E2B_TOOLS_EMBEDDED_COMPONENT",
+            None,
+            "guest",
+        ),
+        (
+            "E2B_TOOLS_GUEST_STATELESS_WASM",
+            "E2B_TOOLS_EMBEDDED_STATELESS",
+            Some("stateless"),
+            "guest-stateless",
+        ),
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+        let wasm = match env::var_os(var) {
+            Some(prebuilt) => {
+                let prebuilt = PathBuf::from(prebuilt);
+                println!("cargo:rerun-if-changed={}", prebuilt.display());
+                prebuilt
+            }
+            None => build_guest(&workspace, features, &target_dir.join(dir)),
+        };
+        embed(rustc_env, &wasm);
+    }
+}
 
-    let guest_target_dir = outer_target_dir(&workspace).join("guest");
+/// Builds the guest with `features` into `target_dir`; its component path.
+fn build_guest(workspace: &Path, features: Option<&str>, target_dir: &Path) -> PathBuf {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(cargo);
     build
-        .current_dir(&workspace)
+        .current_dir(workspace)
         .args([
             "build",
             "--release",
@@ -64,7 +88,10 @@ fn main() {
             WASM_TARGET,
         ])
         .arg("--target-dir")
-        .arg(&guest_target_dir);
+        .arg(target_dir);
+    if let Some(features) = features {
+        build.args(["--features", features]);
+    }
     scrub_environment(&mut build);
 
     let status = build
@@ -76,12 +103,10 @@ fn main() {
              is the target installed? `rustup target add {WASM_TARGET}`"
         );
     }
-    embed(
-        &guest_target_dir
-            .join(WASM_TARGET)
-            .join("release")
-            .join(GUEST_ARTIFACT),
-    );
+    target_dir
+        .join(WASM_TARGET)
+        .join("release")
+        .join(GUEST_ARTIFACT)
 }
 
 /// The target directory of the outer build, so the guest's lands beside it.
@@ -125,12 +150,9 @@ fn scrub_environment(build: &mut Command) {
     }
 }
 
-fn embed(wasm: &Path) {
+fn embed(rustc_env: &str, wasm: &Path) {
     if !wasm.is_file() {
         panic!("guest component not found at {}", wasm.display());
     }
-    println!(
-        "cargo:rustc-env=E2B_TOOLS_EMBEDDED_COMPONENT={}",
-        wasm.display()
-    );
+    println!("cargo:rustc-env={rustc_env}={}", wasm.display());
 }

@@ -89,6 +89,7 @@ mod policy;
 mod runtime;
 mod session;
 mod state;
+mod stateless;
 
 pub use audit::AUDIT_TARGET;
 pub use backend::{default_backend, Backend, BackendError, BackendKind, LocalBackendOptions};
@@ -103,7 +104,9 @@ pub use outbound::OutboundClient;
 pub use policy::{OutboundPolicy, PolicyError, DEFAULT_DOMAIN};
 pub use runtime::{
     CompileCache, ComponentSource, Runtime, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
+    EMBEDDED_STATELESS,
 };
 pub use session::{
     e2b_env, Session, SessionError, SessionOptions, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT,
 };
+pub use stateless::{StatelessOptions, StatelessRuntime, StatelessTool};

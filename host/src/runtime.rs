@@ -15,11 +15,18 @@ use wasmtime::{Config, Engine};
 /// The guest component built by `host/build.rs` from this workspace.
 pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(env!("E2B_TOOLS_EMBEDDED_COMPONENT"));
 
+/// The stateless guest component (world `e2b-tools-stateless`), for
+/// [`StatelessRuntime`](crate::StatelessRuntime).
+pub const EMBEDDED_STATELESS: &[u8] = include_bytes!(env!("E2B_TOOLS_EMBEDDED_STATELESS"));
+
 /// Where the component comes from.
 #[derive(Debug, Clone)]
 pub enum ComponentSource {
     /// The component embedded in this crate ([`EMBEDDED_COMPONENT`]).
     Embedded,
+    /// The stateless component embedded in this crate
+    /// ([`EMBEDDED_STATELESS`]).
+    EmbeddedStateless,
     /// A `.wasm` component file (or a `.wat` text).
     File(PathBuf),
     /// Component bytes (binary or `.wat` text).
@@ -104,39 +111,7 @@ impl Runtime {
         options: RuntimeOptions,
     ) -> Result<Self, RuntimeError> {
         let started = Instant::now();
-        let engine = build_engine()?;
-        let bytes: std::borrow::Cow<'_, [u8]> = match source {
-            ComponentSource::Embedded => EMBEDDED_COMPONENT.into(),
-            ComponentSource::Bytes(bytes) => bytes.into(),
-            ComponentSource::File(path) => std::fs::read(&path)
-                .map_err(|source| RuntimeError::Read {
-                    path: path.clone(),
-                    source,
-                })?
-                .into(),
-        };
-        let cache_dir = match options.cache {
-            CompileCache::Default => artifact_cache::default_dir(),
-            CompileCache::Directory(dir) => Some(dir),
-            CompileCache::Disabled => None,
-        };
-        let artifact = cache_dir.map(|dir| artifact_cache::artifact_path(&dir, &engine, &bytes));
-        let component = match artifact
-            .as_deref()
-            .and_then(|path| artifact_cache::load(&engine, path))
-        {
-            Some(component) => component,
-            None => {
-                let component = Component::new(&engine, &bytes)
-                    .map_err(|err| RuntimeError::Compile(format!("{err:#}")))?;
-                if let Some(path) = &artifact {
-                    artifact_cache::store(&component, path);
-                }
-                component
-            }
-        };
-
-        let linker = build_linker(&engine).map_err(|err| RuntimeError::Link(format!("{err:#}")))?;
+        let (component, linker) = compile(source, options)?;
         let pre = linker
             .instantiate_pre(&component)
             .and_then(E2bToolsPre::new)
@@ -165,6 +140,48 @@ impl Runtime {
     pub(crate) fn client(&self) -> &OutboundClient {
         &self.inner.client
     }
+}
+
+/// The component of `source`, compiled (or read from the cache), and the
+/// linker every instance of it is made with.
+pub(crate) fn compile(
+    source: ComponentSource,
+    options: RuntimeOptions,
+) -> Result<(Component, Linker<SessionState>), RuntimeError> {
+    let engine = build_engine()?;
+    let bytes: std::borrow::Cow<'_, [u8]> = match source {
+        ComponentSource::Embedded => EMBEDDED_COMPONENT.into(),
+        ComponentSource::EmbeddedStateless => EMBEDDED_STATELESS.into(),
+        ComponentSource::Bytes(bytes) => bytes.into(),
+        ComponentSource::File(path) => std::fs::read(&path)
+            .map_err(|source| RuntimeError::Read {
+                path: path.clone(),
+                source,
+            })?
+            .into(),
+    };
+    let cache_dir = match options.cache {
+        CompileCache::Default => artifact_cache::default_dir(),
+        CompileCache::Directory(dir) => Some(dir),
+        CompileCache::Disabled => None,
+    };
+    let artifact = cache_dir.map(|dir| artifact_cache::artifact_path(&dir, &engine, &bytes));
+    let component = match artifact
+        .as_deref()
+        .and_then(|path| artifact_cache::load(&engine, path))
+    {
+        Some(component) => component,
+        None => {
+            let component = Component::new(&engine, &bytes)
+                .map_err(|err| RuntimeError::Compile(format!("{err:#}")))?;
+            if let Some(path) = &artifact {
+                artifact_cache::store(&component, path);
+            }
+            component
+        }
+    };
+    let linker = build_linker(&engine).map_err(|err| RuntimeError::Link(format!("{err:#}")))?;
+    Ok((component, linker))
 }
 
 fn build_engine() -> Result<Engine, RuntimeError> {

@@ -109,6 +109,10 @@ pub enum SessionError {
     /// The component returned something that is not JSON from `call-tool`.
     #[error("the component returned invalid JSON: {0}")]
     InvalidJson(String),
+    /// A stateless call's tool or arguments do not fit the component's
+    /// exports.
+    #[error("{0}")]
+    InvalidArguments(String),
 }
 
 impl From<PolicyError> for SessionError {
@@ -166,36 +170,18 @@ impl Session {
         let config = &options.config;
         let policy = match options.policy {
             Some(policy) => policy,
-            None => OutboundPolicy::for_endpoints(
-                config
-                    .api_url
-                    .as_deref()
-                    .or(env.get("E2B_API_URL").map(String::as_str)),
-                config
-                    .sandbox_url
-                    .as_deref()
-                    .or(env.get("E2B_SANDBOX_URL").map(String::as_str)),
-                config
-                    .domain
-                    .as_deref()
-                    .or(env.get("E2B_DOMAIN").map(String::as_str)),
-            )?,
+            None => policy_for(config, &env)?,
         };
         audit::session_opened(id, &policy);
-
-        let hooks = OutboundHooks::new(Arc::new(policy), runtime.client().clone());
-        let limits = StoreLimitsBuilder::new()
-            .memory_size(options.memory_limit)
-            .trap_on_grow_failure(true)
-            .build();
-        let limits = MemoryLimiter::new(limits);
-        let state = SessionState::new(&env, hooks, limits, SessionClock::new(options.clock));
-        let mut store = Store::new(runtime.pre().engine(), state);
-        store.limiter(|state| &mut state.limits);
-        store
-            .set_fuel(options.fuel_per_call)
-            .and_then(|()| store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL)))
-            .map_err(|err| SessionError::Instantiate(format!("{err:#}")))?;
+        let mut store = new_store(
+            runtime.pre().engine(),
+            runtime.client(),
+            &env,
+            policy,
+            options.memory_limit,
+            options.clock,
+            options.fuel_per_call,
+        )?;
 
         let bindings = runtime
             .pre()
@@ -520,8 +506,55 @@ impl GuestInstance {
     }
 }
 
+/// The outbound allow-list a configuration implies: its API and sandbox
+/// endpoints (the config's, else the environment's), nothing else.
+pub(crate) fn policy_for(
+    config: &SandboxConfig,
+    env: &BTreeMap<String, String>,
+) -> Result<OutboundPolicy, PolicyError> {
+    let pick = |field: &Option<String>, var: &str| {
+        field
+            .as_deref()
+            .or(env.get(var).map(String::as_str))
+            .map(str::to_string)
+    };
+    OutboundPolicy::for_endpoints(
+        pick(&config.api_url, "E2B_API_URL").as_deref(),
+        pick(&config.sandbox_url, "E2B_SANDBOX_URL").as_deref(),
+        pick(&config.domain, "E2B_DOMAIN").as_deref(),
+    )
+}
+
+/// A store for one component instance: the guest sees `env`, reaches only
+/// what `policy` allows, grows to `memory_limit` and spends at most
+/// `fuel_per_call` per call.
+pub(crate) fn new_store(
+    engine: &wasmtime::Engine,
+    client: &crate::outbound::OutboundClient,
+    env: &BTreeMap<String, String>,
+    policy: OutboundPolicy,
+    memory_limit: usize,
+    clock: ClockMode,
+    fuel_per_call: u64,
+) -> Result<Store<SessionState>, SessionError> {
+    let hooks = OutboundHooks::new(Arc::new(policy), client.clone());
+    let limits = StoreLimitsBuilder::new()
+        .memory_size(memory_limit)
+        .trap_on_grow_failure(true)
+        .build();
+    let limits = MemoryLimiter::new(limits);
+    let state = SessionState::new(env, hooks, limits, SessionClock::new(clock));
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.limits);
+    store
+        .set_fuel(fuel_per_call)
+        .and_then(|()| store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL)))
+        .map_err(|err| SessionError::Instantiate(format!("{err:#}")))?;
+    Ok(store)
+}
+
 /// A trap's text for people; running out of fuel is named for what it is.
-fn trap_reason(err: &wasmtime::Error) -> String {
+pub(crate) fn trap_reason(err: &wasmtime::Error) -> String {
     if err.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::OutOfFuel) {
         "the component used up its CPU budget for one call (fuel_per_call) and was stopped".into()
     } else {

@@ -111,6 +111,13 @@ pub(crate) struct GlobalArgs {
     /// Load this component (.wasm) instead of the embedded one.
     #[arg(long, global = true, value_name = "PATH")]
     pub(crate) component: Option<PathBuf>,
+    /// `call` runs the stateless component (world e2b-tools-stateless), as
+    /// plugin hosts such as wassette do: a fresh instance, the sandbox named
+    /// by --sandbox-id or a `sandbox_id` argument (none: a new one), left
+    /// alive after the call (its id is in the result) until
+    /// `call close_sandbox` or its timeout.
+    #[arg(long, global = true)]
+    pub(crate) stateless: bool,
     /// Sandbox template. Default: code-interpreter-v1.
     #[arg(long, global = true)]
     pub(crate) template: Option<String>,

@@ -10,7 +10,7 @@ use e2b_tools_host::mcp::McpServer;
 use e2b_tools_host::{
     default_backend, e2b_env, Backend, BackendKind, ClockMode, ComponentSource, KeyValue,
     LocalBackendOptions, NetworkRules, OnTimeout, Runtime, SandboxConfig, Session, SessionError,
-    SessionOptions, VolumeMount,
+    SessionOptions, StatelessOptions, StatelessRuntime, VolumeMount,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -96,6 +96,9 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, CliFailure
     if !args.is_object() {
         return Err(CliFailure::usage("ARGS must be a JSON object"));
     }
+    if global.stateless {
+        return call_stateless(global, call_args, args).await;
+    }
     let runtime = load_runtime(global).await?;
     let (backend, env) = start_backend(global).await?;
     let outcome = async {
@@ -139,6 +142,76 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, CliFailure
         )
         .map_err(CliFailure::host)?;
     }
+    let success = result.get("success").and_then(Value::as_bool) == Some(true);
+    Ok(if success { 0 } else { EXIT_FAILURE })
+}
+
+/// `--stateless call TOOL [ARGS]`: one call of the stateless component in
+/// a fresh instance; the sandbox outlives it.
+async fn call_stateless(
+    global: &GlobalArgs,
+    call_args: CallArgs,
+    mut args: Value,
+) -> Result<u8, CliFailure> {
+    let source = match &global.component {
+        Some(path) => ComponentSource::File(path.clone()),
+        None => ComponentSource::EmbeddedStateless,
+    };
+    let runtime = tokio::task::spawn_blocking(move || StatelessRuntime::load(source))
+        .await
+        .map_err(CliFailure::host)?
+        .map_err(CliFailure::host)?;
+    if let (Some(id), Some(map)) = (&global.sandbox_id, args.as_object_mut()) {
+        map.entry("sandbox_id").or_insert_with(|| json!(id));
+    }
+    let (backend, mut env) = start_backend(global).await?;
+    // The stateless world has no configure(): the flags travel as its
+    // documented variables.
+    let flags = [
+        ("E2B_TOOLS_TEMPLATE", global.template.clone()),
+        ("E2B_TOOLS_TIMEOUT", global.timeout.map(|t| t.to_string())),
+        (
+            "E2B_TOOLS_MAX_OUTPUT_BYTES",
+            global.max_output_bytes.map(|n| n.to_string()),
+        ),
+        (
+            "E2B_TOOLS_ON_TIMEOUT",
+            global.on_timeout.map(|t| match t {
+                OnTimeoutArg::Kill => "kill".to_string(),
+                OnTimeoutArg::Pause => "pause".to_string(),
+            }),
+        ),
+        ("E2B_DOMAIN", global.domain.clone()),
+        ("E2B_API_URL", global.api_url.clone()),
+        ("E2B_SANDBOX_URL", global.sandbox_url.clone()),
+    ];
+    for (name, value) in flags {
+        if let Some(value) = value {
+            env.insert(name.to_string(), value);
+        }
+    }
+    let options = StatelessOptions {
+        env,
+        memory_limit: global.memory_limit_mib.saturating_mul(1 << 20),
+        ..StatelessOptions::default()
+    };
+    let result = {
+        let _spinner = spinner::Spinner::start(format!("{} running", call_args.tool));
+        interruptible(runtime.call(&options, &call_args.tool, &args)).await
+    };
+    backend.shutdown().await;
+    let result = result?.map_err(|err| match err {
+        SessionError::InvalidArguments(_) => CliFailure::usage(err.to_string()),
+        _ => CliFailure::host(err),
+    })?;
+    print_stdout(&format!(
+        "{}\n",
+        if call_args.json {
+            result.to_string()
+        } else {
+            pretty(&result)
+        }
+    ))?;
     let success = result.get("success").and_then(Value::as_bool) == Some(true);
     Ok(if success { 0 } else { EXIT_FAILURE })
 }

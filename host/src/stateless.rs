@@ -1,0 +1,258 @@
+//! The stateless component (world `e2b-tools-stateless`) run the way a
+//! plugin marketplace runs it: a fresh instance for every call, the
+//! sandbox named only by the `sandbox-id` argument, arguments and results
+//! converted from and to JSON by the exported functions' own types (as
+//! wassette does), so this host tests exactly what such hosts see.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde_json::Value;
+use wasmtime::component::{types::ComponentItem, InstancePre, Type, Val};
+
+use crate::outbound::OutboundClient;
+use crate::policy::OutboundPolicy;
+use crate::runtime::{compile, ComponentSource, RuntimeError, RuntimeOptions};
+use crate::session::{
+    e2b_env, new_store, policy_for, trap_reason, SessionError, DEFAULT_FUEL_PER_CALL,
+    DEFAULT_MEMORY_LIMIT,
+};
+use crate::state::SessionState;
+use crate::{audit, ClockMode, SandboxConfig};
+
+/// One exported tool: its name and its parameters' names and types.
+#[derive(Debug, Clone)]
+pub struct StatelessTool {
+    /// The export name, e.g. `e2b-run-code`.
+    pub name: String,
+    /// Parameter names (kebab-case) and WIT types, in order.
+    pub params: Vec<(String, Type)>,
+}
+
+/// Options of every call of a [`StatelessRuntime`].
+#[derive(Debug, Clone)]
+pub struct StatelessOptions {
+    /// The environment the component sees; only `E2B_*` variables are
+    /// passed (the API key, the endpoints, the `E2B_TOOLS_*` settings).
+    pub env: BTreeMap<String, String>,
+    /// Outbound allow-list; by default the endpoints in `env`.
+    pub policy: Option<OutboundPolicy>,
+    /// The instance's memory cap in bytes.
+    pub memory_limit: usize,
+    /// The CPU budget of a call.
+    pub fuel_per_call: u64,
+}
+
+impl Default for StatelessOptions {
+    fn default() -> Self {
+        Self {
+            env: BTreeMap::new(),
+            policy: None,
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            fuel_per_call: DEFAULT_FUEL_PER_CALL,
+        }
+    }
+}
+
+/// The stateless component, compiled once; every [`call`](Self::call)
+/// instantiates it afresh.
+#[derive(Clone)]
+pub struct StatelessRuntime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pre: InstancePre<SessionState>,
+    client: OutboundClient,
+    tools: Vec<StatelessTool>,
+}
+
+static NEXT_CALL_ID: AtomicU64 = AtomicU64::new(1);
+
+impl StatelessRuntime {
+    /// Loads a component of the `e2b-tools-stateless` world.
+    pub fn load(source: ComponentSource) -> Result<Self, RuntimeError> {
+        let (component, linker) = compile(source, RuntimeOptions::default())?;
+        let engine = component.engine().clone();
+        let tools: Vec<StatelessTool> = component
+            .component_type()
+            .exports(&engine)
+            .filter_map(|(name, item)| match item.ty {
+                ComponentItem::ComponentFunc(func) => Some(StatelessTool {
+                    name: name.to_string(),
+                    params: func
+                        .params()
+                        .map(|(name, ty)| (name.to_string(), ty))
+                        .collect(),
+                }),
+                _ => None,
+            })
+            .collect();
+        if tools.is_empty() {
+            return Err(RuntimeError::Link(
+                "the component exports no functions: is it the e2b-tools-stateless world?".into(),
+            ));
+        }
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(|err| RuntimeError::Link(format!("{err:#}")))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                pre,
+                client: OutboundClient::new(),
+                tools,
+            }),
+        })
+    }
+
+    /// The exported tools.
+    pub fn tools(&self) -> &[StatelessTool] {
+        &self.inner.tools
+    }
+
+    /// Calls `tool` (`e2b-run-code`, or e2b-adk's `run_code`) in a fresh
+    /// instance with the JSON object `args` (keys in kebab- or snake-case;
+    /// a missing or null key is the default, "" or 0) and returns the
+    /// result object.
+    pub async fn call(
+        &self,
+        options: &StatelessOptions,
+        tool: &str,
+        args: &Value,
+    ) -> Result<Value, SessionError> {
+        let name = export_name(tool);
+        let spec = self
+            .inner
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.inner.tools.iter().map(|t| t.name.as_str()).collect();
+                SessionError::InvalidArguments(format!(
+                    "unknown tool {tool}; the component has {}",
+                    names.join(", ")
+                ))
+            })?;
+        let params = spec
+            .params
+            .iter()
+            .map(|(name, ty)| to_val(lookup(args, name), ty, name))
+            .collect::<Result<Vec<Val>, String>>()
+            .map_err(SessionError::InvalidArguments)?;
+
+        let id = NEXT_CALL_ID.fetch_add(1, Ordering::Relaxed);
+        let env = e2b_env(options.env.clone());
+        let policy = match &options.policy {
+            Some(policy) => policy.clone(),
+            None => policy_for(&SandboxConfig::default(), &env)?,
+        };
+        let mut store = new_store(
+            self.inner.pre.engine(),
+            &self.inner.client,
+            &env,
+            policy,
+            options.memory_limit,
+            ClockMode::Real,
+            options.fuel_per_call,
+        )?;
+        audit::call_started(id, &name);
+        let instance = self
+            .inner
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|err| SessionError::Instantiate(trap_reason(&err)))?;
+        let func = instance
+            .get_func(&mut store, name.as_str())
+            .ok_or_else(|| SessionError::Instantiate(format!("no export {name}")))?;
+        let mut results = [Val::Bool(false)];
+        func.call_async(&mut store, &params, &mut results)
+            .await
+            .map_err(|err| SessionError::Trapped(trap_reason(&err)))?;
+        let Val::String(text) = &results[0] else {
+            return Err(SessionError::InvalidJson(format!(
+                "{name} returned {:?}, not a string",
+                results[0]
+            )));
+        };
+        serde_json::from_str(text).map_err(|err| SessionError::InvalidJson(err.to_string()))
+    }
+}
+
+/// `run_code` → `e2b-run-code`; export names are kept.
+fn export_name(tool: &str) -> String {
+    if tool.starts_with("e2b-") {
+        tool.to_string()
+    } else {
+        format!("e2b-{}", tool.replace('_', "-"))
+    }
+}
+
+/// The argument for parameter `name` (kebab-case), also found under its
+/// snake-case spelling.
+fn lookup<'a>(args: &'a Value, name: &str) -> Option<&'a Value> {
+    args.get(name)
+        .or_else(|| args.get(name.replace('-', "_")))
+        .filter(|v| !v.is_null())
+}
+
+/// A JSON argument as the parameter's type; absent: "" or 0.
+fn to_val(arg: Option<&Value>, ty: &Type, name: &str) -> Result<Val, String> {
+    let wrong = |want: &str| {
+        format!(
+            "argument {name}: expected {want}, got {}",
+            arg.map_or("nothing".into(), Value::to_string)
+        )
+    };
+    let number = |max: u64| -> Result<u64, String> {
+        match arg {
+            None => Ok(0),
+            Some(v) => v
+                .as_u64()
+                .filter(|n| *n <= max)
+                .ok_or_else(|| wrong(&format!("a whole number up to {max}"))),
+        }
+    };
+    Ok(match ty {
+        Type::String => match arg {
+            None => Val::String(String::new()),
+            Some(Value::String(s)) => Val::String(s.clone()),
+            Some(_) => return Err(wrong("a string")),
+        },
+        Type::Bool => match arg {
+            None => Val::Bool(false),
+            Some(Value::Bool(b)) => Val::Bool(*b),
+            Some(_) => return Err(wrong("true or false")),
+        },
+        Type::U16 => Val::U16(number(u64::from(u16::MAX))? as u16),
+        Type::U32 => Val::U32(number(u64::from(u32::MAX))? as u32),
+        other => return Err(format!("argument {name}: unsupported type {other:?}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arguments_take_either_spelling_and_default_when_absent() {
+        let args = json!({"sandbox_id": "s1", "timeout-seconds": 5, "cwd": null});
+        assert_eq!(lookup(&args, "sandbox-id"), Some(&json!("s1")));
+        assert_eq!(lookup(&args, "cwd"), None);
+        assert!(matches!(to_val(None, &Type::String, "cwd"), Ok(Val::String(s)) if s.is_empty()));
+        assert!(matches!(
+            to_val(lookup(&args, "timeout-seconds"), &Type::U32, "t"),
+            Ok(Val::U32(5))
+        ));
+        let err = to_val(Some(&json!(70_000)), &Type::U16, "port").unwrap_err();
+        assert!(
+            err.contains("argument port: expected a whole number up to 65535"),
+            "{err}"
+        );
+        assert!(to_val(Some(&json!(1)), &Type::String, "code").is_err());
+        assert_eq!(export_name("run_code"), "e2b-run-code");
+        assert_eq!(export_name("e2b-close-sandbox"), "e2b-close-sandbox");
+    }
+}
