@@ -12,6 +12,9 @@
 //! - `security`: the allow-list, secrets, the memory cap, server auth and
 //!   sandbox isolation.
 //! - `soak`: 2,000 sequential calls and 50 concurrent sessions.
+//! - `stateless`: the stateless component, a fresh instance per call: state
+//!   as the sandbox id, no sandbox left behind.
+//! - `wassette`: the stateless component in the real wassette 0.8.
 
 mod faults;
 mod harness;
@@ -21,4 +24,6 @@ mod parity;
 mod security;
 mod shutdown;
 mod soak;
+mod stateless;
 mod tools;
+mod wassette;
