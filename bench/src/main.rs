@@ -17,11 +17,13 @@ mod latency;
 mod memory;
 mod processes;
 mod report;
+mod stateless;
 
 use adk::*;
 use e2b_local::{LocalServer, Stats};
 use e2b_tools_host::{
-    e2b_env, ComponentSource, Runtime, SandboxConfig, Session, SessionOptions, EMBEDDED_COMPONENT,
+    e2b_env, ComponentSource, Runtime, SandboxConfig, Session, SessionOptions, StatelessOptions,
+    StatelessRuntime, EMBEDDED_COMPONENT,
 };
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -32,6 +34,7 @@ use memory::*;
 use processes::*;
 use report::*;
 use serde_json::{json, Value};
+use stateless::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -203,6 +206,8 @@ async fn run_all(
         let row = idle_sessions(runtime, env, count).await?;
         report.sessions.push(row);
     }
+    eprintln!("bench: stateless call cost");
+    stateless_cost(plan, runtime, server, env, &mut report).await?;
     report.wasm_bytes = EMBEDDED_COMPONENT.len() as u64;
     Ok(report)
 }

@@ -142,6 +142,7 @@ pub(crate) struct Report {
     pub(crate) adk_big_output: Option<BigOutput>,
     pub(crate) sessions: Vec<SessionsRow>,
     pub(crate) wasm_bytes: u64,
+    pub(crate) stateless: Option<StatelessRow>,
 }
 
 pub(crate) fn ms(d: Duration) -> String {
@@ -340,6 +341,10 @@ impl Report {
             self.wasm_bytes as f64 / KIB
         );
 
+        if let Some(row) = &self.stateless {
+            row.markdown(&mut out);
+            out.push('\n');
+        }
         let _ = writeln!(out, "## Targets\n");
         let _ = writeln!(out, "| target | measured | verdict |");
         let _ = writeln!(out, "|---|---|---|");
