@@ -206,3 +206,36 @@ const BUILTIN: [&str; 13] = [
     "search-components",
     "grant-memory-permission",
 ];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_uses_the_tools_through_wassette_run() {
+    let python = std::env::var("E2B_TOOLS_PYTHON").expect(
+        "E2B_TOOLS_PYTHON names a Python with the mcp package (scripts/bootstrap --test: target/pyenv)",
+    );
+    let server = server().await;
+    let w = Wassette::new(&server).await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut command = tokio::process::Command::new(python);
+    command
+        .arg(root.join("tests/e2e/wassette_mcp.py"))
+        .arg(root.join("scripts/wassette"))
+        .envs(w.env.iter().cloned())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(180), command.output())
+        .await
+        .expect("the MCP client finishes in 180 s")
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stats = server.stats();
+    assert_eq!(
+        (stats.sandboxes_created, stats.live_sandboxes),
+        (1, 0),
+        "{stats:?}"
+    );
+}
