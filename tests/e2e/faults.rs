@@ -7,7 +7,7 @@ use e2b_local::{Fault, FaultRule};
 use e2b_tools_host::{ErrorKind, RunCommandArgs};
 use serde_json::json;
 
-use crate::harness::{call, failed, ok, server, session};
+use crate::harness::{call, failed, ok, server, session, status_fault};
 
 fn rule(path_prefix: &str, fault: Fault) -> FaultRule {
     FaultRule {
@@ -15,15 +15,6 @@ fn rule(path_prefix: &str, fault: Fault) -> FaultRule {
         path_prefix: path_prefix.into(),
         times: 1,
         fault,
-    }
-}
-
-fn status(status: u16, retry_after: Option<u32>) -> Fault {
-    Fault::Status {
-        status,
-        message: format!("injected {status}"),
-        retry_after,
-        should_retry: None,
     }
 }
 
@@ -49,7 +40,7 @@ async fn create_failures_are_typed_and_not_cached() {
     ] {
         server.faults().inject(FaultRule {
             times,
-            ..rule("/v2/sandboxes", status(code, None))
+            ..rule("/v2/sandboxes", status_fault(code, None))
         });
         let err = s
             .run_command(&echo("true"))
@@ -83,7 +74,7 @@ async fn broken_streams_fail_cleanly_and_the_sandbox_survives() {
         Fault::ResetAfter { bytes: 40 },
         Fault::EndWithoutEndEvent,
         Fault::TruncatedEnvelope,
-        status(503, None),
+        status_fault(503, None),
     ] {
         let name = format!("{fault:?}");
         server
@@ -112,7 +103,9 @@ async fn broken_streams_fail_cleanly_and_the_sandbox_survives() {
         .inject(rule("/execute", Fault::BlankNdjsonLine));
     let r = ok(call(&s, "run_code", json!({"code": "print(1)"})).await);
     assert_eq!(r["stdout"], "1\n", "a blank line is skipped, not fatal");
-    server.faults().inject(rule("/files", status(500, None)));
+    server
+        .faults()
+        .inject(rule("/files", status_fault(500, None)));
     failed(
         &call(&s, "read_file", json!({"path": "/etc/hostname"})).await,
         "Failed to read file: ",
@@ -191,7 +184,7 @@ async fn a_failing_keep_alive_does_not_fail_the_call() {
         method: Some(http::Method::POST),
         path_prefix: "/sandboxes/".into(),
         times: 1,
-        fault: status(500, None),
+        fault: status_fault(500, None),
     });
     let out = s
         .run_command(&echo("echo ok"))

@@ -59,6 +59,30 @@ pub async fn session_with(server: &LocalServer, config: SandboxConfig, scale: f6
     .expect("open a session")
 }
 
+/// A session on `server` whose guest may grow to `memory_limit` bytes.
+pub async fn session_capped(server: &LocalServer, memory_limit: usize) -> Session {
+    Session::open(
+        runtime(),
+        SessionOptions {
+            env: env_for(server),
+            memory_limit,
+            ..SessionOptions::default()
+        },
+    )
+    .await
+    .expect("open a session")
+}
+
+/// An injected `status` answer, as E2B's API gives it (no `Should-Retry`).
+pub fn status_fault(status: u16, retry_after: Option<u32>) -> e2b_local::Fault {
+    e2b_local::Fault::Status {
+        status,
+        message: format!("injected {status}"),
+        retry_after,
+        should_retry: None,
+    }
+}
+
 /// A session on `server` with the default configuration.
 pub async fn session(server: &LocalServer) -> Session {
     session_with(server, SandboxConfig::default(), 1.0).await

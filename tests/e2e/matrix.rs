@@ -8,7 +8,7 @@ use e2b_local::{Fault, FaultRule, LocalServer};
 use e2b_tools_host::{ErrorKind, SandboxConfig, Session, ToolError};
 use serde_json::json;
 
-use crate::harness::{call, failed, ok, server, session, session_with};
+use crate::harness::{call, failed, ok, server, session, session_with, status_fault};
 
 fn once(path_prefix: &str, fault: Fault) -> FaultRule {
     FaultRule {
@@ -106,15 +106,6 @@ async fn create_503_that_says_should_retry_false_is_not_retried() {
 // backoff or after `Retry-After`, at most 3 times.
 
 const CREATE: &str = "POST /v2/sandboxes";
-
-fn status_fault(status: u16, retry_after: Option<u32>) -> Fault {
-    Fault::Status {
-        status,
-        message: format!("injected {status}"),
-        retry_after,
-        should_retry: None,
-    }
-}
 
 /// Creation answered `status` once: retried, so the call succeeds.
 async fn create_retried_cell(status: u16, retry_after: Option<u32>) {

@@ -11,6 +11,17 @@ use serde_json::{json, Value};
 
 use crate::harness::{env_for, server, server_scaled};
 
+/// The stateless world's tools, in WIT order.
+pub const TOOLS: [&str; 7] = [
+    "e2b-run-code",
+    "e2b-run-command",
+    "e2b-write-file",
+    "e2b-read-file",
+    "e2b-list-files",
+    "e2b-start-background-command",
+    "e2b-close-sandbox",
+];
+
 fn runtime() -> &'static StatelessRuntime {
     static RUNTIME: OnceLock<StatelessRuntime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
@@ -41,18 +52,7 @@ fn ok(result: Value) -> Value {
 #[test]
 fn the_component_exports_exactly_the_seven_tools_with_flat_parameters() {
     let names: Vec<&str> = runtime().tools().iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "e2b-run-code",
-            "e2b-run-command",
-            "e2b-write-file",
-            "e2b-read-file",
-            "e2b-list-files",
-            "e2b-start-background-command",
-            "e2b-close-sandbox"
-        ]
-    );
+    assert_eq!(names, TOOLS);
     for tool in runtime().tools() {
         assert_eq!(tool.params[0].0, "sandbox-id", "{}", tool.name);
     }

@@ -369,16 +369,7 @@ async fn oversized_writes_are_refused_and_the_largest_allowed_fits_a_small_guest
     let server = server().await;
     // A guest with half the default memory: a write at the limit must not
     // be copied more than the content and its JSON need.
-    let s = e2b_tools_host::Session::open(
-        crate::harness::runtime(),
-        e2b_tools_host::SessionOptions {
-            env: crate::harness::env_for(&server),
-            memory_limit: 128 << 20,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let s = crate::harness::session_capped(&server, 128 << 20).await;
     let max = e2b_wire::MAX_WRITE_BYTES;
     let r = ok(call(
         &s,
@@ -501,16 +492,7 @@ async fn a_language_the_backend_lacks_is_an_invalid_argument_not_a_crash() {
 async fn output_many_times_the_guests_memory_is_truncated_not_buffered() {
     let server = server().await;
     // 24 MiB of guest memory, 100 MB of output from each tool.
-    let s = e2b_tools_host::Session::open(
-        crate::harness::runtime(),
-        e2b_tools_host::SessionOptions {
-            env: crate::harness::env_for(&server),
-            memory_limit: 24 << 20,
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    let s = crate::harness::session_capped(&server, 24 << 20).await;
     let total: u64 = 100_000_000;
     let marker = format!("…[truncated {} bytes]", "99,990,000");
     let r = ok(call(

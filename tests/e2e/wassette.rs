@@ -119,19 +119,7 @@ async fn wassette_lists_our_tools_with_our_descriptions_and_state_travels_as_the
         .filter(|t| !BUILTIN.contains(&t["name"].as_str().unwrap_or_default()))
         .collect();
     let names: Vec<&str> = ours.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "e2b-run-code",
-            "e2b-run-command",
-            "e2b-write-file",
-            "e2b-read-file",
-            "e2b-list-files",
-            "e2b-start-background-command",
-            "e2b-close-sandbox"
-        ],
-        "{listed}"
-    );
+    assert_eq!(names, crate::stateless::TOOLS, "{listed}");
     for tool in &ours {
         let description = tool["description"].as_str().unwrap_or_default();
         assert!(
