@@ -298,17 +298,10 @@ async fn a_guest_over_its_memory_cap_traps_while_other_sessions_keep_working() {
     let server = server().await;
     let healthy = session(&server).await;
     ok(call(&healthy, "run_command", json!({"command": "true"})).await);
-    let capped = Session::open(
-        runtime(),
-        SessionOptions {
-            env: env_for(&server),
-            memory_limit: 16 << 20,
-            ..SessionOptions::default()
-        },
-    )
-    .await
-    .unwrap();
-    let big = "x".repeat(64 << 20);
+    let capped = crate::harness::session_capped(&server, 16 << 20).await;
+    // Under write_file's 32 MiB limit (so the host lets it through), over
+    // the guest's 16 MiB.
+    let big = "x".repeat(24 << 20);
     let still_here = command("echo still here");
     let (trapped, meanwhile) = tokio::join!(
         capped.write_file("/home/user/big.txt", &big),
