@@ -59,6 +59,20 @@ impl Secrets {
             .min_by_key(|&(at, _)| at)
     }
 
+    /// Where in `text` the earliest secret begins that runs past its end
+    /// (`text[at..]` is a proper prefix of it), if one does.
+    fn pending_start(&self, text: &str) -> Option<usize> {
+        let from = text.len().saturating_sub(self.longest().saturating_sub(1));
+        (from..text.len())
+            .filter(|&at| text.is_char_boundary(at))
+            .find(|&at| {
+                let tail = &text[at..];
+                self.0
+                    .iter()
+                    .any(|s| s.len() > tail.len() && s.starts_with(tail))
+            })
+    }
+
     fn longest(&self) -> usize {
         self.0.first().map_or(0, String::len)
     }
@@ -90,28 +104,39 @@ impl StreamRedactor {
         }
         self.held.push_str(text);
         let mut out = String::new();
-        while let Some((at, len)) = self.secrets.find_first(&self.held) {
-            out.push_str(&self.held[..at]);
-            out.push_str(REDACTED);
-            self.held.drain(..at + len);
-        }
-        // A secret still to come starts within its length minus one of
-        // the end; everything before that is safe.
-        let keep = self.secrets.longest() - 1;
-        if self.held.len() > keep {
-            let mut cut = self.held.len() - keep;
-            while !self.held.is_char_boundary(cut) {
-                cut -= 1;
+        loop {
+            // A secret that may still complete where it starts wins over
+            // a match at or after its start, as on the whole text (the
+            // earliest start, then the longest).
+            let pending = self.secrets.pending_start(&self.held);
+            match self.secrets.find_first(&self.held) {
+                Some((at, len)) if pending.is_none_or(|p| p > at) => {
+                    out.push_str(&self.held[..at]);
+                    out.push_str(REDACTED);
+                    self.held.drain(..at + len);
+                }
+                _ => {
+                    // Nothing before `pending` can start a secret any more.
+                    let safe = pending.unwrap_or(self.held.len());
+                    out.push_str(&self.held[..safe]);
+                    self.held.drain(..safe);
+                    return out;
+                }
             }
-            out.push_str(&self.held[..cut]);
-            self.held.drain(..cut);
         }
-        out
     }
 
     /// The rest of the stream, at its end.
     pub fn finish(&mut self) -> String {
-        std::mem::take(&mut self.held)
+        let mut out = String::new();
+        let mut held = std::mem::take(&mut self.held);
+        while let Some((at, len)) = self.secrets.find_first(&held) {
+            out.push_str(&held[..at]);
+            out.push_str(REDACTED);
+            held.drain(..at + len);
+        }
+        out.push_str(&held);
+        out
     }
 }
 
@@ -161,6 +186,26 @@ mod tests {
         out.push_str(&r.push("f!"));
         out.push_str(&r.finish());
         assert_eq!(out, "<redacted>!");
+    }
+
+    #[test]
+    fn a_longer_secret_still_arriving_wins_over_a_shorter_one_inside_it() {
+        // Found by fuzz/server_answers: the whole text is one secret, and a
+        // shorter one lies inside it; split anywhere, the stream must give
+        // what the whole text gives.
+        let text = String::from_utf8_lossy(&[12u8, 254, 254, 255, 150]).into_owned();
+        let a: String = text.chars().take(8).collect();
+        let b: String = text.chars().skip(3).take(12).collect();
+        let s = Secrets::new([a, b]);
+        let whole = s.redact(&text);
+        assert_eq!(whole, "<redacted>");
+        for cut in (0..=text.len()).filter(|&i| text.is_char_boundary(i)) {
+            let mut r = StreamRedactor::new(s.clone());
+            let mut out = r.push(&text[..cut]);
+            out.push_str(&r.push(&text[cut..]));
+            out.push_str(&r.finish());
+            assert_eq!(out, whole, "cut {cut}");
+        }
     }
 
     #[test]
