@@ -12,3 +12,4 @@ mod limits;
 mod mcp;
 mod pool;
 mod session;
+mod stateless;
