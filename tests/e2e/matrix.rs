@@ -232,11 +232,16 @@ async fn refresh_503_is_retried() {
     ok(call(&s, "run_command", json!({"command": "true"})).await);
     // 36 s later less than half is left: the call refreshes first.
     tokio::time::sleep(Duration::from_secs_f64(36.0 / SCALE)).await;
-    server
-        .faults()
-        .inject(once("/sandboxes/", status_fault(503, None)));
+    // Twice: retried, the third attempt succeeds before the call. Without
+    // the retry the call's heartbeat would try once more at once, fail, and
+    // wait a tenth of the timeout (0.2 s here), longer than the call.
+    server.faults().inject(FaultRule {
+        method: Some(http::Method::POST),
+        times: 2,
+        ..once("/sandboxes/", status_fault(503, None))
+    });
     ok(call(&s, "run_command", json!({"command": "true"})).await);
-    assert_eq!(server.stats().count("POST /sandboxes/{id}/timeout"), 2);
+    assert_eq!(server.stats().count("POST /sandboxes/{id}/timeout"), 3);
     s.shutdown().await.unwrap();
 }
 
