@@ -65,11 +65,67 @@ pub const TOOL_NAMES: [&str; 6] = [
 ];
 
 /// Refuses `write_file` content over [`MAX_WRITE_BYTES`].
-pub fn check_write_size(content: &str) -> Result<(), ToolError> {
+pub fn check_write_size(content: &[u8]) -> Result<(), ToolError> {
     if content.len() > MAX_WRITE_BYTES {
         return Err(ToolError::invalid(e2b_wire::write_too_large(content.len())));
     }
     Ok(())
+}
+
+/// How `read_file` returns a file and `write_file` takes one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoding {
+    /// As text (e2b-adk's way): invalid UTF-8 becomes U+FFFD.
+    #[default]
+    Utf8,
+    /// As base64: any bytes, binary files included.
+    Base64,
+}
+
+impl Encoding {
+    /// The name in arguments and results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Utf8 => "utf8",
+            Encoding::Base64 => "base64",
+        }
+    }
+}
+
+/// The optional `encoding` argument: absent, null or "" is utf8.
+fn encoding(args: &Map<String, Value>) -> Result<Encoding, ToolError> {
+    match args.get("encoding") {
+        None | Some(Value::Null) => Ok(Encoding::Utf8),
+        Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+            "" | "utf8" | "utf-8" => Ok(Encoding::Utf8),
+            "base64" => Ok(Encoding::Base64),
+            _ => Err(invalid_encoding()),
+        },
+        Some(_) => Err(invalid_encoding()),
+    }
+}
+
+fn invalid_encoding() -> ToolError {
+    ToolError::invalid(r#"Invalid encoding: expected "utf8" or "base64""#)
+}
+
+/// `write_file` content in `encoding`, as the bytes to write; base64 may
+/// hold whitespace (line breaks), which is ignored.
+fn decode_content(content: String, encoding: Encoding) -> Result<Vec<u8>, ToolError> {
+    use base64::Engine as _;
+    match encoding {
+        Encoding::Utf8 => Ok(content.into_bytes()),
+        Encoding::Base64 => {
+            let compact: Vec<u8> = content
+                .bytes()
+                .filter(|b| !b.is_ascii_whitespace())
+                .collect();
+            drop(content);
+            base64::engine::general_purpose::STANDARD
+                .decode(&compact)
+                .map_err(|e| ToolError::invalid(format!("Invalid base64 content: {e}")))
+        }
+    }
 }
 
 /// The message e2b-adk gives a bad port.
@@ -127,13 +183,16 @@ pub enum ToolCall {
     WriteFile {
         /// Destination.
         path: String,
-        /// Text (may be empty).
-        content: String,
+        /// The bytes to write (may be empty): the text, or what its base64
+        /// decodes to.
+        content: Vec<u8>,
     },
     /// `read_file`.
     ReadFile {
         /// Source.
         path: String,
+        /// How the content is returned.
+        encoding: Encoding,
     },
     /// `list_files`.
     ListFiles {
@@ -319,12 +378,17 @@ fn parse_args(tool: ToolName, mut args: Map<String, Value>) -> Result<ToolCall, 
                 Some(Value::String(s)) => s,
                 _ => return Err(missing("content").with_path(path)),
             };
-            check_write_size(&content).map_err(|e| e.with_path(path.clone()))?;
+            let echo = |e: ToolError| e.with_path(path.clone());
+            let encoding = encoding(args).map_err(echo)?;
+            let content = decode_content(content, encoding).map_err(echo)?;
+            check_write_size(&content).map_err(echo)?;
             Ok(ToolCall::WriteFile { path, content })
         }
-        ToolName::ReadFile => Ok(ToolCall::ReadFile {
-            path: require_str(args, "path", false)?,
-        }),
+        ToolName::ReadFile => {
+            let path = require_str(args, "path", false)?;
+            let encoding = encoding(args).map_err(|e| e.with_path(path.clone()))?;
+            Ok(ToolCall::ReadFile { path, encoding })
+        }
         ToolName::ListFiles => {
             let path = match args.get("path") {
                 Some(v) if truthy(v) => match v {
@@ -383,12 +447,61 @@ mod tests {
             parse_call("write_file", r#"{"path": "/a", "content": ""}"#).unwrap(),
             ToolCall::WriteFile {
                 path: "/a".into(),
-                content: String::new()
+                content: Vec::new()
             }
         );
         let err = parse_call("read_file", r#"{"path": 5}"#).unwrap_err();
         assert_eq!(err.message, "Missing or invalid required argument: path");
         assert!(err.path.is_none());
+    }
+
+    #[test]
+    fn files_take_an_encoding_and_refuse_bad_base64() {
+        let call = parse_call(
+            "write_file",
+            r#"{"path": "b", "content": "AAEC\n/w==", "encoding": "base64"}"#,
+        );
+        assert_eq!(
+            call.unwrap(),
+            ToolCall::WriteFile {
+                path: "b".into(),
+                content: vec![0, 1, 2, 255]
+            }
+        );
+        let err = parse_call(
+            "write_file",
+            r#"{"path": "b", "content": "!!", "encoding": "base64"}"#,
+        )
+        .unwrap_err();
+        assert!(
+            err.message.starts_with("Invalid base64 content"),
+            "{}",
+            err.message
+        );
+        assert_eq!(err.path.as_deref(), Some("b"));
+        for (json, want) in [
+            (r#"{"path": "b"}"#, Encoding::Utf8),
+            (r#"{"path": "b", "encoding": null}"#, Encoding::Utf8),
+            (r#"{"path": "b", "encoding": "UTF-8"}"#, Encoding::Utf8),
+            (r#"{"path": "b", "encoding": "base64"}"#, Encoding::Base64),
+        ] {
+            assert_eq!(
+                parse_call("read_file", json).unwrap(),
+                ToolCall::ReadFile {
+                    path: "b".into(),
+                    encoding: want
+                },
+                "{json}"
+            );
+        }
+        for bad in [r#""hex""#, "1"] {
+            let json = format!(r#"{{"path": "b", "encoding": {bad}}}"#);
+            let err = parse_call("read_file", &json).unwrap_err();
+            assert_eq!(
+                err.message,
+                r#"Invalid encoding: expected "utf8" or "base64""#
+            );
+        }
     }
 
     #[test]

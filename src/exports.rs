@@ -178,14 +178,21 @@ impl wit_tools::Guest for Component {
 
     fn write_file(path: String, content: String) -> Result<(), wit_types::ToolError> {
         let path = required(path, "path").map_err(to_wit_error)?;
-        run(ToolCall::WriteFile { path, content })
-            .map(|_| ())
-            .map_err(to_wit_error)
+        run(ToolCall::WriteFile {
+            path,
+            content: content.into_bytes(),
+        })
+        .map(|_| ())
+        .map_err(to_wit_error)
     }
 
     fn read_file(path: String) -> Result<String, wit_types::ToolError> {
         let path = required(path, "path").map_err(to_wit_error)?;
-        match run(ToolCall::ReadFile { path }).map_err(to_wit_error)? {
+        let call = ToolCall::ReadFile {
+            path,
+            encoding: args::Encoding::Utf8,
+        };
+        match run(call).map_err(to_wit_error)? {
             ToolOutput::Read { content, .. } => Ok(content),
             _ => Err(to_wit_error(unexpected())),
         }

@@ -5,7 +5,8 @@
 //! redacted as it arrives, *before* it is truncated, by a
 //! [`StreamRedactor`]: it holds back the tail of the stream that could still
 //! be the start of a secret, so a secret split across chunks is caught and
-//! one cut by the truncation boundary leaks no prefix.
+//! one cut by the truncation boundary leaks no prefix. A file read as base64
+//! is redacted on its raw bytes, before encoding.
 
 /// What a secret is replaced with.
 pub const REDACTED: &str = "<redacted>";
@@ -50,27 +51,30 @@ impl Secrets {
         out
     }
 
-    /// The earliest occurrence of a secret in `text`: (start, length).
-    fn find_first(&self, text: &str) -> Option<(usize, usize)> {
+    /// The earliest occurrence of a secret in `data`: (start, length).
+    fn find_first(&self, data: &[u8]) -> Option<(usize, usize)> {
         self.0
             .iter()
-            .filter_map(|s| text.find(s.as_str()).map(|at| (at, s.len())))
+            .filter_map(|s| {
+                let s = s.as_bytes();
+                data.windows(s.len())
+                    .position(|w| w == s)
+                    .map(|at| (at, s.len()))
+            })
             // Earliest start; at equal starts the longest (listed first).
             .min_by_key(|&(at, _)| at)
     }
 
-    /// Where in `text` the earliest secret begins that runs past its end
-    /// (`text[at..]` is a proper prefix of it), if one does.
-    fn pending_start(&self, text: &str) -> Option<usize> {
-        let from = text.len().saturating_sub(self.longest().saturating_sub(1));
-        (from..text.len())
-            .filter(|&at| text.is_char_boundary(at))
-            .find(|&at| {
-                let tail = &text[at..];
-                self.0
-                    .iter()
-                    .any(|s| s.len() > tail.len() && s.starts_with(tail))
-            })
+    /// Where in `data` the earliest secret begins that runs past its end
+    /// (`data[at..]` is a proper prefix of it), if one does.
+    fn pending_start(&self, data: &[u8]) -> Option<usize> {
+        let from = data.len().saturating_sub(self.longest().saturating_sub(1));
+        (from..data.len()).find(|&at| {
+            let tail = &data[at..];
+            self.0
+                .iter()
+                .any(|s| s.len() > tail.len() && s.as_bytes().starts_with(tail))
+        })
     }
 
     fn longest(&self) -> usize {
@@ -78,13 +82,17 @@ impl Secrets {
     }
 }
 
-/// Redacts a text stream piece by piece.
+/// Redacts a stream piece by piece: text, or the raw bytes of a file.
+///
+/// It works on bytes. On UTF-8 text every cut it makes falls on a
+/// character boundary: a secret is UTF-8, so a match or a possible start of
+/// one begins with a leading byte.
 #[derive(Debug, Clone, Default)]
 pub struct StreamRedactor {
     secrets: Secrets,
-    /// The unsent tail: shorter than the longest secret, free of whole
-    /// secrets, possibly the start of one.
-    held: String,
+    /// The unsent tail: free of whole secrets, starting where a secret may
+    /// still be completed.
+    held: Vec<u8>,
 }
 
 impl StreamRedactor {
@@ -92,18 +100,29 @@ impl StreamRedactor {
     pub fn new(secrets: Secrets) -> Self {
         Self {
             secrets,
-            held: String::new(),
+            held: Vec::new(),
         }
     }
 
-    /// Takes the next piece of the stream; returns the redacted text that
-    /// can no longer be part of a secret.
+    /// Takes the next piece of a text stream; returns the redacted text
+    /// that can no longer be part of a secret.
     pub fn push(&mut self, text: &str) -> String {
+        text_of(self.push_bytes(text.as_bytes()))
+    }
+
+    /// The rest of a text stream, at its end.
+    pub fn finish(&mut self) -> String {
+        text_of(self.finish_bytes())
+    }
+
+    /// Takes the next piece of a byte stream; returns the redacted bytes
+    /// that can no longer be part of a secret.
+    pub fn push_bytes(&mut self, data: &[u8]) -> Vec<u8> {
         if self.secrets.is_empty() {
-            return text.to_string();
+            return data.to_vec();
         }
-        self.held.push_str(text);
-        let mut out = String::new();
+        self.held.extend_from_slice(data);
+        let mut out = Vec::new();
         loop {
             // A secret that may still complete where it starts wins over
             // a match at or after its start, as on the whole text (the
@@ -111,33 +130,38 @@ impl StreamRedactor {
             let pending = self.secrets.pending_start(&self.held);
             match self.secrets.find_first(&self.held) {
                 Some((at, len)) if pending.is_none_or(|p| p > at) => {
-                    out.push_str(&self.held[..at]);
-                    out.push_str(REDACTED);
+                    out.extend_from_slice(&self.held[..at]);
+                    out.extend_from_slice(REDACTED.as_bytes());
                     self.held.drain(..at + len);
                 }
                 _ => {
                     // Nothing before `pending` can start a secret any more.
                     let safe = pending.unwrap_or(self.held.len());
-                    out.push_str(&self.held[..safe]);
-                    self.held.drain(..safe);
+                    out.extend(self.held.drain(..safe));
                     return out;
                 }
             }
         }
     }
 
-    /// The rest of the stream, at its end.
-    pub fn finish(&mut self) -> String {
-        let mut out = String::new();
+    /// The rest of a byte stream, at its end.
+    pub fn finish_bytes(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
         let mut held = std::mem::take(&mut self.held);
         while let Some((at, len)) = self.secrets.find_first(&held) {
-            out.push_str(&held[..at]);
-            out.push_str(REDACTED);
+            out.extend_from_slice(&held[..at]);
+            out.extend_from_slice(REDACTED.as_bytes());
             held.drain(..at + len);
         }
-        out.push_str(&held);
+        out.extend_from_slice(&held);
         out
     }
+}
+
+/// Bytes the redactor passed on from UTF-8 text: UTF-8 (see
+/// [`StreamRedactor`]); never a panic if that were ever wrong.
+fn text_of(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::args::Encoding;
 use crate::envd::ListedEntry;
 use crate::errors::ToolError;
 use crate::interpreter::Execution;
@@ -78,8 +79,13 @@ pub enum ToolOutput {
     Read {
         /// The requested path.
         path: String,
-        /// The content, truncated.
+        /// The content, truncated: text, or base64.
         content: String,
+        /// How `content` is encoded.
+        encoding: Encoding,
+        /// The file is not valid UTF-8 (read as text, it holds U+FFFD):
+        /// read it as base64 to get its bytes.
+        invalid_utf8: bool,
     },
     /// `list_files`.
     Listed {
@@ -157,9 +163,24 @@ pub fn success_object(output: &ToolOutput, rich: bool) -> OrderedObject {
             .put("stderr", c.stderr.as_str())
             .put("exit_code", c.exit_code),
         ToolOutput::Written { path } => obj.put("path", path.as_str()),
-        ToolOutput::Read { path, content } => obj
-            .put("path", path.as_str())
-            .put("content", content.as_str()),
+        ToolOutput::Read {
+            path,
+            content,
+            encoding,
+            invalid_utf8,
+        } => {
+            // e2b-adk's dict, plus a key only where it says something new.
+            let mut obj = obj
+                .put("path", path.as_str())
+                .put("content", content.as_str());
+            if *encoding == Encoding::Base64 {
+                obj = obj.put("encoding", encoding.as_str());
+            }
+            if *invalid_utf8 {
+                obj = obj.put("invalid_utf8", true);
+            }
+            obj
+        }
         ToolOutput::Listed { path, entries } => {
             let entries: Vec<Value> = entries
                 .iter()
@@ -241,11 +262,30 @@ mod tests {
         let read = ToolOutput::Read {
             path: "/tmp/a.txt".into(),
             content: "héllo".into(),
+            encoding: Encoding::Utf8,
+            invalid_utf8: false,
         };
         assert_eq!(
             success_json(&read, false),
             r#"{"path":"/tmp/a.txt","content":"héllo","success":true}"#
         );
+        let binary = ToolOutput::Read {
+            path: "b".into(),
+            content: "AP8=".into(),
+            encoding: Encoding::Base64,
+            invalid_utf8: false,
+        };
+        assert_eq!(
+            success_json(&binary, false),
+            r#"{"path":"b","content":"AP8=","encoding":"base64","success":true}"#
+        );
+        let garbled = ToolOutput::Read {
+            path: "b".into(),
+            content: "\u{FFFD}".into(),
+            encoding: Encoding::Utf8,
+            invalid_utf8: true,
+        };
+        assert!(success_json(&garbled, false).contains(r#""invalid_utf8":true,"success":true"#));
         let listed = ToolOutput::Listed {
             path: "/tmp".into(),
             entries: vec![

@@ -93,20 +93,26 @@ impl Guest for Component {
         run(sandbox_id, call)
     }
 
-    fn e2b_write_file(sandbox_id: String, path: String, content: String) -> String {
+    fn e2b_write_file(
+        sandbox_id: String,
+        path: String,
+        content: String,
+        encoding: String,
+    ) -> String {
         // `content` may be empty (an empty file), so it is always given.
-        let mut object = Object::default().text("path", path);
+        let mut object = Object::default()
+            .text("path", path)
+            .text("encoding", encoding);
         object.0.insert("content".into(), Value::String(content));
         run(sandbox_id, object.parse(ToolName::WriteFile))
     }
 
-    fn e2b_read_file(sandbox_id: String, path: String) -> String {
-        run(
-            sandbox_id,
-            Object::default()
-                .text("path", path)
-                .parse(ToolName::ReadFile),
-        )
+    fn e2b_read_file(sandbox_id: String, path: String, encoding: String) -> String {
+        let call = Object::default()
+            .text("path", path)
+            .text("encoding", encoding)
+            .parse(ToolName::ReadFile);
+        run(sandbox_id, call)
     }
 
     fn e2b_list_files(sandbox_id: String, path: String) -> String {

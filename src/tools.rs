@@ -29,7 +29,7 @@ pub fn echo(call: &ToolCall, err: ToolError) -> ToolError {
         ToolCall::RunCommand(a) => err.with_command(a.command.clone()),
         ToolCall::StartBackground(a) => err.with_command(a.command.clone()),
         ToolCall::WriteFile { path, .. }
-        | ToolCall::ReadFile { path }
+        | ToolCall::ReadFile { path, .. }
         | ToolCall::ListFiles { path } => err.with_path(path.clone()),
     }
 }
@@ -82,9 +82,16 @@ pub fn redact_output(out: ToolOutput, secrets: &Secrets) -> ToolOutput {
             exit_code: c.exit_code,
         }),
         ToolOutput::Written { path } => ToolOutput::Written { path: r(path) },
-        ToolOutput::Read { path, content } => ToolOutput::Read {
+        ToolOutput::Read {
+            path,
+            content,
+            encoding,
+            invalid_utf8,
+        } => ToolOutput::Read {
             path: r(path),
             content: r(content),
+            encoding,
+            invalid_utf8,
         },
         ToolOutput::Listed { path, entries } => ToolOutput::Listed {
             path: r(path),
@@ -114,7 +121,9 @@ pub use orchestration::execute;
 mod orchestration {
     use super::*;
     use crate::api::SandboxHandle;
+    use crate::args::Encoding;
     use crate::args::{BackgroundArgs, RunCodeArgs, RunCommandArgs};
+    use crate::base64_sink::Base64Sink;
     use crate::config::Settings;
     use crate::envd::{self, ProcessStream, StartSpec};
     use crate::errors::{
@@ -263,19 +272,21 @@ mod orchestration {
                 .map(ToolOutput::Command),
             ToolCall::WriteFile { path, content } => {
                 // Moved into the request, not copied.
-                let content = std::mem::take(content).into_bytes();
+                let content = std::mem::take(content);
                 write_file(ctx, settings, sandbox, path, content)
                     .await
                     .map_err(plain)?;
                 Ok(ToolOutput::Written { path: path.clone() })
             }
-            ToolCall::ReadFile { path } => {
-                let content = read_file(ctx, settings, sandbox, path)
+            ToolCall::ReadFile { path, encoding } => {
+                let (content, invalid_utf8) = read_file(ctx, settings, sandbox, path, *encoding)
                     .await
                     .map_err(plain)?;
                 Ok(ToolOutput::Read {
                     path: path.clone(),
                     content,
+                    encoding: *encoding,
+                    invalid_utf8,
                 })
             }
             ToolCall::ListFiles { path } => {
@@ -568,14 +579,15 @@ mod orchestration {
         settings: &Settings,
         sandbox: &SandboxHandle,
         path: &str,
-    ) -> Result<String, Failure> {
+        encoding: Encoding,
+    ) -> Result<(String, bool), Failure> {
         let req = envd::read_file_request(settings, sandbox, path);
         let timeout = settings.request_timeout_ms;
         let started = ctx.platform.now_ns();
         let mut attempt = 0;
         loop {
             // A retry starts the content afresh.
-            let mut sink = TruncatingSink::new(settings.max_output_bytes).redacting(&ctx.secrets());
+            let mut sink = FileSink::new(encoding, settings.max_output_bytes, &ctx.secrets());
             let result = ctx
                 .with_deadline(
                     u64::from(timeout),
@@ -586,7 +598,7 @@ mod orchestration {
                             return Ok(Some((resp.status, resp.headers, body)));
                         }
                         while let Some(chunk) = resp.body.chunk().await? {
-                            sink.push_bytes(&chunk);
+                            sink.push(&chunk);
                         }
                         Ok(None)
                     },
@@ -609,6 +621,39 @@ mod orchestration {
                 };
             }
             attempt += 1;
+        }
+    }
+
+    /// A file's content as it is read: text, or base64.
+    enum FileSink {
+        Text(TruncatingSink),
+        Base64(Base64Sink),
+    }
+
+    impl FileSink {
+        fn new(encoding: Encoding, limit: usize, secrets: &Secrets) -> Self {
+            match encoding {
+                Encoding::Utf8 => FileSink::Text(TruncatingSink::new(limit).redacting(secrets)),
+                Encoding::Base64 => FileSink::Base64(Base64Sink::new(limit, secrets)),
+            }
+        }
+
+        fn push(&mut self, bytes: &[u8]) {
+            match self {
+                FileSink::Text(sink) => sink.push_bytes(bytes),
+                FileSink::Base64(sink) => sink.push(bytes),
+            }
+        }
+
+        /// The content, and whether text was not valid UTF-8.
+        fn finish(self) -> (String, bool) {
+            match self {
+                FileSink::Text(sink) => {
+                    let invalid = sink.saw_invalid_utf8();
+                    (sink.finish(), invalid)
+                }
+                FileSink::Base64(sink) => (sink.finish(), false),
+            }
         }
     }
 }

@@ -36,6 +36,8 @@ pub struct TruncatingSink {
     pending: Vec<u8>,
     /// Redacts the decoded text before it is counted and kept.
     redactor: Option<StreamRedactor>,
+    /// Whether any bytes were not UTF-8 (and became U+FFFD).
+    invalid_utf8: bool,
 }
 
 impl TruncatingSink {
@@ -48,6 +50,7 @@ impl TruncatingSink {
             full: false,
             pending: Vec::new(),
             redactor: None,
+            invalid_utf8: false,
         }
     }
 
@@ -82,6 +85,7 @@ impl TruncatingSink {
                     // replace its invalid part and re-feed the rest.
                     let done = std::mem::take(&mut self.pending);
                     let bad = e.valid_up_to() + e.error_len().unwrap_or(1);
+                    self.invalid_utf8 = true;
                     self.append(REPLACEMENT);
                     let rest = done[bad..].to_vec();
                     self.push_bytes(&rest);
@@ -100,6 +104,7 @@ impl TruncatingSink {
                     self.append(std::str::from_utf8(valid).unwrap_or(""));
                     match e.error_len() {
                         Some(n) => {
+                            self.invalid_utf8 = true;
                             self.append(REPLACEMENT);
                             bytes = &rest[n..];
                         }
@@ -145,8 +150,15 @@ impl TruncatingSink {
     fn flush_pending(&mut self) {
         if !self.pending.is_empty() {
             self.pending.clear();
+            self.invalid_utf8 = true;
             self.append(REPLACEMENT);
         }
+    }
+
+    /// Whether bytes pushed so far were not UTF-8 (an unfinished sequence
+    /// at the end counts once [`finish`](Self::finish) replaces it).
+    pub fn saw_invalid_utf8(&self) -> bool {
+        self.invalid_utf8 || !self.pending.is_empty()
     }
 
     fn append(&mut self, text: &str) {
@@ -268,6 +280,11 @@ mod tests {
         let mut sink = TruncatingSink::new(2);
         sink.push_bytes(b"\xff\xff");
         assert_eq!(sink.finish(), "…[truncated 6 bytes]");
+        let mut sink = TruncatingSink::new(100);
+        sink.push_bytes("héllo".as_bytes());
+        assert!(!sink.saw_invalid_utf8());
+        sink.push_bytes(b"\xe2");
+        assert!(sink.saw_invalid_utf8(), "an unfinished sequence at the end");
     }
 
     #[test]

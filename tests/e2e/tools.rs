@@ -534,3 +534,76 @@ async fn output_many_times_the_guests_memory_is_truncated_not_buffered() {
     );
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binary_file_round_trips_in_base64_and_text_reads_say_it_is_not_text() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let server = server().await;
+    let config = SandboxConfig {
+        max_output_bytes: Some(2 << 20),
+        ..SandboxConfig::default()
+    };
+    let s = session_with(&server, config, 1.0).await;
+    // 1 MiB of xorshift noise: every byte value, no valid UTF-8 to speak of.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let data: Vec<u8> = (0..1 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    ok(call(
+        &s,
+        "write_file",
+        json!({"path": "noise.bin", "content": b64.encode(&data), "encoding": "base64"}),
+    )
+    .await);
+    let r = ok(call(&s, "run_command", json!({"command": "wc -c < noise.bin"})).await);
+    assert_eq!(r["stdout"], format!("{}\n", 1 << 20));
+    let r = ok(call(
+        &s,
+        "read_file",
+        json!({"path": "noise.bin", "encoding": "base64"}),
+    )
+    .await);
+    assert_eq!(r["encoding"], "base64");
+    let back = b64
+        .decode(r["content"].as_str().unwrap())
+        .expect("whole base64");
+    assert!(back == data, "the bytes came back changed");
+
+    let r = ok(call(&s, "read_file", json!({"path": "noise.bin"})).await);
+    assert_eq!(r["invalid_utf8"], true);
+    assert!(r["content"].as_str().unwrap().contains('\u{FFFD}'));
+    ok(call(
+        &s,
+        "write_file",
+        json!({"path": "t.txt", "content": "plain"}),
+    )
+    .await);
+    let r = ok(call(&s, "read_file", json!({"path": "t.txt"})).await);
+    assert_eq!(
+        r.as_object().unwrap().len(),
+        3,
+        "e2b-adk's dict for text: {r}"
+    );
+
+    let r = call(
+        &s,
+        "write_file",
+        json!({"path": "x", "content": "@@", "encoding": "base64"}),
+    )
+    .await;
+    assert_eq!(r["success"], false);
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid base64 content"),
+        "{r}"
+    );
+    s.shutdown().await.unwrap();
+}

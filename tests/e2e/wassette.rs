@@ -154,14 +154,14 @@ async fn wassette_lists_our_tools_with_our_descriptions_and_state_travels_as_the
     let r = w
         .invoke(
             "e2b-write-file",
-            json!({"sandbox-id": id, "path": "from-wassette.txt", "content": "written in one call"}),
+            json!({"sandbox-id": id, "path": "from-wassette.txt", "content": "written in one call", "encoding": ""}),
         )
         .await;
     assert_eq!(r["success"], true, "{r}");
     let r = w
         .invoke(
             "e2b-read-file",
-            json!({"sandbox-id": id, "path": "from-wassette.txt"}),
+            json!({"sandbox-id": id, "path": "from-wassette.txt", "encoding": ""}),
         )
         .await;
     assert_eq!(r["content"], "written in one call", "{r}");
