@@ -128,6 +128,28 @@ fn decode_content(content: String, encoding: Encoding) -> Result<Vec<u8>, ToolEr
     }
 }
 
+/// The deepest `list_files` walks.
+pub const MAX_LIST_DEPTH: u32 = 10;
+
+/// `list_files`'s optional `depth`: absent or null is 1.
+fn list_depth(args: &Map<String, Value>) -> Result<u32, ToolError> {
+    match args.get("depth") {
+        None | Some(Value::Null) => Ok(1),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .filter(|d| (1..=u64::from(MAX_LIST_DEPTH)).contains(d))
+            .map(|d| d as u32)
+            .ok_or_else(invalid_depth),
+        Some(_) => Err(invalid_depth()),
+    }
+}
+
+fn invalid_depth() -> ToolError {
+    ToolError::invalid(format!(
+        "Invalid depth: expected an integer between 1 and {MAX_LIST_DEPTH}"
+    ))
+}
+
 /// The message e2b-adk gives a bad port.
 pub const INVALID_PORT: &str = "Invalid port: expected an integer between 1 and 65535";
 
@@ -198,6 +220,8 @@ pub enum ToolCall {
     ListFiles {
         /// Directory, `.` by default.
         path: String,
+        /// How many levels: 1 (its children, e2b-adk's) to [`MAX_LIST_DEPTH`].
+        depth: u32,
     },
     /// `start_background_command`.
     StartBackground(BackgroundArgs),
@@ -402,7 +426,8 @@ fn parse_args(tool: ToolName, mut args: Map<String, Value>) -> Result<ToolCall, 
                 },
                 _ => ".".to_string(),
             };
-            Ok(ToolCall::ListFiles { path })
+            let depth = list_depth(args).map_err(|e| e.with_path(path.clone()))?;
+            Ok(ToolCall::ListFiles { path, depth })
         }
         ToolName::StartBackgroundCommand => {
             let command = require_str(args, "command", false)?;
@@ -505,6 +530,23 @@ mod tests {
     }
 
     #[test]
+    fn list_depth_is_bounded() {
+        match parse_call("list_files", r#"{"path": "/", "depth": 3}"#).unwrap() {
+            ToolCall::ListFiles { depth, .. } => assert_eq!(depth, 3),
+            other => panic!("{other:?}"),
+        }
+        for bad in ["0", "10000", "2.5", "-1", r#""3""#, "true"] {
+            let json = format!(r#"{{"path": "/", "depth": {bad}}}"#);
+            let err = parse_call("list_files", &json).unwrap_err();
+            assert_eq!(
+                err.message, "Invalid depth: expected an integer between 1 and 10",
+                "{bad}"
+            );
+            assert_eq!(err.path.as_deref(), Some("/"));
+        }
+    }
+
+    #[test]
     fn ports_follow_e2b_adk() {
         for bad in [r#""evil.example/#""#, "8000.0", "true", "0", "-1", "65536"] {
             let json = format!(r#"{{"command": "x", "port": {bad}}}"#);
@@ -543,15 +585,24 @@ mod tests {
         }
         assert_eq!(
             parse_call("list_files", "{}").unwrap(),
-            ToolCall::ListFiles { path: ".".into() }
+            ToolCall::ListFiles {
+                path: ".".into(),
+                depth: 1
+            }
         );
         assert_eq!(
             parse_call("list_files", r#"{"path": ""}"#).unwrap(),
-            ToolCall::ListFiles { path: ".".into() }
+            ToolCall::ListFiles {
+                path: ".".into(),
+                depth: 1
+            }
         );
         assert_eq!(
             parse_call("list_files", "").unwrap(),
-            ToolCall::ListFiles { path: ".".into() }
+            ToolCall::ListFiles {
+                path: ".".into(),
+                depth: 1
+            }
         );
     }
 

@@ -232,10 +232,15 @@ pub fn combine_partial(stdout: &str, stderr: &str) -> String {
 }
 
 /// `POST /filesystem.Filesystem/ListDir`, depth 1.
-pub fn list_dir_request(settings: &Settings, sandbox: &SandboxHandle, path: &str) -> HttpRequest {
+pub fn list_dir_request(
+    settings: &Settings,
+    sandbox: &SandboxHandle,
+    path: &str,
+    depth: u32,
+) -> HttpRequest {
     let body = ListDirRequest {
         path: path.to_string(),
-        depth: 1,
+        depth,
     };
     let mut req = sandbox_request(settings, sandbox, ENVD_PORT, Method::Post, LIST_DIR_PATH)
         .header("connect-protocol-version", "1")
@@ -252,11 +257,16 @@ pub fn list_dir_request(settings: &Settings, sandbox: &SandboxHandle, path: &str
     req
 }
 
+/// The most entries a listing returns; the rest are counted.
+pub const MAX_LIST_ENTRIES: usize = 1_000;
+
 /// A directory entry as the tools report it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedEntry {
     /// Base name.
     pub name: String,
+    /// Its path in the sandbox.
+    pub path: String,
     /// `file`, `dir`, `symlink` or `unknown`.
     pub kind: EntryKind,
 }
@@ -325,6 +335,7 @@ pub fn parse_list_dir(status: u16, body: &[u8]) -> Result<Vec<ListedEntry>, Fail
             };
             Some(ListedEntry {
                 name: e.info.name,
+                path: e.info.path,
                 kind,
             })
         })

@@ -200,7 +200,7 @@ impl wit_tools::Guest for Component {
 
     fn list_files(path: Option<String>) -> Result<Vec<wit_tools::DirEntry>, wit_types::ToolError> {
         let path = path.filter(|p| !p.is_empty()).unwrap_or_else(|| ".".into());
-        match run(ToolCall::ListFiles { path }).map_err(to_wit_error)? {
+        match run(ToolCall::ListFiles { path, depth: 1 }).map_err(to_wit_error)? {
             ToolOutput::Listed { entries, .. } => Ok(entries
                 .into_iter()
                 .map(|e| wit_tools::DirEntry {

@@ -91,8 +91,12 @@ pub enum ToolOutput {
     Listed {
         /// The requested path.
         path: String,
-        /// Its entries.
+        /// Its entries, at most [`MAX_LIST_ENTRIES`](crate::envd::MAX_LIST_ENTRIES).
         entries: Vec<ListedEntry>,
+        /// Whether entries carry their `path` (a listing deeper than 1).
+        with_paths: bool,
+        /// How many entries were left out past the bound.
+        omitted: usize,
     },
     /// `start_background_command`.
     Background(BackgroundOutput),
@@ -181,12 +185,28 @@ pub fn success_object(output: &ToolOutput, rich: bool) -> OrderedObject {
             }
             obj
         }
-        ToolOutput::Listed { path, entries } => {
+        ToolOutput::Listed {
+            path,
+            entries,
+            with_paths,
+            omitted,
+        } => {
             let entries: Vec<Value> = entries
                 .iter()
-                .map(|e| serde_json::json!({"name": e.name, "type": e.kind.as_str()}))
+                .map(|e| {
+                    let mut entry = serde_json::json!({"name": e.name, "type": e.kind.as_str()});
+                    if *with_paths {
+                        entry["path"] = e.path.clone().into();
+                    }
+                    entry
+                })
                 .collect();
-            obj.put("path", path.as_str()).put("entries", entries)
+            let obj = obj.put("path", path.as_str()).put("entries", entries);
+            if *omitted > 0 {
+                obj.put("omitted_entries", *omitted)
+            } else {
+                obj
+            }
         }
         ToolOutput::Background(b) => {
             let mut obj = obj
@@ -292,12 +312,16 @@ mod tests {
                 ListedEntry {
                     name: "a.txt".into(),
                     kind: EntryKind::File,
+                    path: "/tmp/a.txt".into(),
                 },
                 ListedEntry {
                     name: "d".into(),
                     kind: EntryKind::Dir,
+                    path: "/tmp/d".into(),
                 },
             ],
+            with_paths: false,
+            omitted: 0,
         };
         assert_eq!(
             success_json(&listed, false),

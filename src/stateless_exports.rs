@@ -115,13 +115,12 @@ impl Guest for Component {
         run(sandbox_id, call)
     }
 
-    fn e2b_list_files(sandbox_id: String, path: String) -> String {
-        run(
-            sandbox_id,
-            Object::default()
-                .text("path", path)
-                .parse(ToolName::ListFiles),
-        )
+    fn e2b_list_files(sandbox_id: String, path: String, depth: u32) -> String {
+        let call = Object::default()
+            .text("path", path)
+            .number("depth", depth)
+            .parse(ToolName::ListFiles);
+        run(sandbox_id, call)
     }
 
     fn e2b_start_background_command(

@@ -30,7 +30,7 @@ pub fn echo(call: &ToolCall, err: ToolError) -> ToolError {
         ToolCall::StartBackground(a) => err.with_command(a.command.clone()),
         ToolCall::WriteFile { path, .. }
         | ToolCall::ReadFile { path, .. }
-        | ToolCall::ListFiles { path } => err.with_path(path.clone()),
+        | ToolCall::ListFiles { path, .. } => err.with_path(path.clone()),
     }
 }
 
@@ -93,15 +93,23 @@ pub fn redact_output(out: ToolOutput, secrets: &Secrets) -> ToolOutput {
             encoding,
             invalid_utf8,
         },
-        ToolOutput::Listed { path, entries } => ToolOutput::Listed {
+        ToolOutput::Listed {
+            path,
+            entries,
+            with_paths,
+            omitted,
+        } => ToolOutput::Listed {
             path: r(path),
             entries: entries
                 .into_iter()
                 .map(|e| ListedEntry {
                     name: r(e.name),
+                    path: r(e.path),
                     ..e
                 })
                 .collect(),
+            with_paths,
+            omitted,
         },
         ToolOutput::Background(b) => ToolOutput::Background(BackgroundOutput {
             command: r(b.command),
@@ -289,16 +297,20 @@ mod orchestration {
                     invalid_utf8,
                 })
             }
-            ToolCall::ListFiles { path } => {
-                let req = envd::list_dir_request(settings, sandbox, path);
+            ToolCall::ListFiles { path, depth } => {
+                let req = envd::list_dir_request(settings, sandbox, path, *depth);
                 let (status, body) = ctx
                     .exchange_retrying(settings, &req, Retry::Idempotent)
                     .await
                     .map_err(plain)?;
-                let entries = envd::parse_list_dir(status, &body).map_err(plain)?;
+                let mut entries = envd::parse_list_dir(status, &body).map_err(plain)?;
+                let omitted = entries.len().saturating_sub(envd::MAX_LIST_ENTRIES);
+                entries.truncate(envd::MAX_LIST_ENTRIES);
                 Ok(ToolOutput::Listed {
                     path: path.clone(),
                     entries,
+                    with_paths: *depth > 1,
+                    omitted,
                 })
             }
             ToolCall::StartBackground(a) => start_background(ctx, settings, sandbox, a)
@@ -865,7 +877,10 @@ mod orchestration_tests {
             list,
             vec![Answer::reset(), Answer::new(200, r#"{"entries":[]}"#)],
         );
-        let call = ToolCall::ListFiles { path: "/".into() };
+        let call = ToolCall::ListFiles {
+            path: "/".into(),
+            depth: 1,
+        };
         run(&ctx.platform.clock, execute(&ctx, call)).unwrap();
         // 50 ms of backoff (the jitter is 0 here), then the Retry-After.
         assert_eq!(ctx.platform.sent_ms(CREATE), vec![0, 50, 2_050]);

@@ -607,3 +607,53 @@ async fn a_binary_file_round_trips_in_base64_and_text_reads_say_it_is_not_text()
     );
     s.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_go_deeper_on_request_and_are_bounded() {
+    let server = server().await;
+    let s = session(&server).await;
+    ok(call(
+        &s,
+        "run_command",
+        json!({"command": "mkdir -p tree/a/b/c && touch tree/top tree/a/mid tree/a/b/low tree/a/b/c/deep && mkdir many && cd many && seq 1 1200 | xargs touch"}),
+    )
+    .await);
+    let r = ok(call(&s, "list_files", json!({"path": "tree"})).await);
+    assert_eq!(r["entries"].as_array().unwrap().len(), 2, "{r}");
+    assert!(
+        r["entries"][0].get("path").is_none(),
+        "depth 1 is e2b-adk's shape: {r}"
+    );
+    let r = ok(call(&s, "list_files", json!({"path": "tree", "depth": 3})).await);
+    let mut paths: Vec<&str> = r["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "/home/user/tree/a",
+            "/home/user/tree/a/b",
+            "/home/user/tree/a/b/c",
+            "/home/user/tree/a/b/low",
+            "/home/user/tree/a/mid",
+            "/home/user/tree/top"
+        ],
+        "three levels, not the fourth: {r}"
+    );
+    let r = ok(call(&s, "list_files", json!({"path": "many"})).await);
+    assert_eq!(r["entries"].as_array().unwrap().len(), 1000);
+    assert_eq!(r["omitted_entries"], 200);
+    for bad in [0, 10_000] {
+        let r = call(&s, "list_files", json!({"path": "tree", "depth": bad})).await;
+        assert_eq!(r["success"], false, "{r}");
+        assert_eq!(
+            r["error"],
+            "Invalid depth: expected an integer between 1 and 10"
+        );
+    }
+    s.shutdown().await.unwrap();
+}
