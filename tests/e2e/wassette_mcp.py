@@ -31,7 +31,15 @@ async def main(wassette: str) -> None:
             assert "e2b-run-code" in tools and "e2b-close-sandbox" in tools, sorted(tools)
             assert tools["e2b-run-code"].description.startswith("Run code in"), tools["e2b-run-code"]
             empty = {"sandbox-id": "", "language": "", "timeout-seconds": 0}
-            first = result(await session.call_tool("e2b-run-code", {**empty, "code": "x = 41"}))
+            # wassette lists tools from its cached metadata and loads the
+            # component in the background: a first call can come too early.
+            for attempt in range(20):
+                answer = await session.call_tool("e2b-run-code", {**empty, "code": "x = 41"})
+                if not answer.is_error:
+                    break
+                print(f"attempt {attempt}: {answer.content}", file=sys.stderr)
+                await anyio.sleep(0.5)
+            first = result(answer)
             sandbox = first["sandbox_id"]
             second = result(
                 await session.call_tool(
