@@ -55,12 +55,7 @@ impl Secrets {
     fn find_first(&self, data: &[u8]) -> Option<(usize, usize)> {
         self.0
             .iter()
-            .filter_map(|s| {
-                let s = s.as_bytes();
-                data.windows(s.len())
-                    .position(|w| w == s)
-                    .map(|at| (at, s.len()))
-            })
+            .filter_map(|s| memchr::memmem::find(data, s.as_bytes()).map(|at| (at, s.len())))
             // Earliest start; at equal starts the longest (listed first).
             .min_by_key(|&(at, _)| at)
     }
