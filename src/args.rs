@@ -23,17 +23,23 @@ pub enum ToolName {
     ListFiles,
     /// `start_background_command`.
     StartBackgroundCommand,
+    /// `get_background_output` (opt-in).
+    GetBackgroundOutput,
+    /// `stop_background_command` (opt-in).
+    StopBackgroundCommand,
 }
 
 impl ToolName {
-    /// Every tool, in e2b-adk's order.
-    pub const ALL: [ToolName; 6] = [
+    /// Every tool: e2b-adk's six in its order, then ours.
+    pub const ALL: [ToolName; 8] = [
         ToolName::RunCode,
         ToolName::RunCommand,
         ToolName::WriteFile,
         ToolName::ReadFile,
         ToolName::ListFiles,
         ToolName::StartBackgroundCommand,
+        ToolName::GetBackgroundOutput,
+        ToolName::StopBackgroundCommand,
     ];
 
     /// The name as models see it.
@@ -45,7 +51,14 @@ impl ToolName {
             ToolName::ReadFile => "read_file",
             ToolName::ListFiles => "list_files",
             ToolName::StartBackgroundCommand => "start_background_command",
+            ToolName::GetBackgroundOutput => "get_background_output",
+            ToolName::StopBackgroundCommand => "stop_background_command",
         }
+    }
+
+    /// Its bit in a [`ToolSet`].
+    const fn bit(self) -> u8 {
+        1 << self as u8
     }
 
     /// The tool called `name`, `None` for any other name.
@@ -54,15 +67,222 @@ impl ToolName {
     }
 }
 
-/// The tools' names, in e2b-adk's order.
-pub const TOOL_NAMES: [&str; 6] = [
+/// Every tool's name, in [`ToolName::ALL`]'s order.
+pub const TOOL_NAMES: [&str; 8] = [
     ToolName::RunCode.as_str(),
     ToolName::RunCommand.as_str(),
     ToolName::WriteFile.as_str(),
     ToolName::ReadFile.as_str(),
     ToolName::ListFiles.as_str(),
     ToolName::StartBackgroundCommand.as_str(),
+    ToolName::GetBackgroundOutput.as_str(),
+    ToolName::StopBackgroundCommand.as_str(),
 ];
+
+/// The tools a session offers: listed, described and callable. The rest
+/// answer as if unknown, naming the enabled ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolSet(u8);
+
+impl ToolSet {
+    /// e2b-adk's six, the default.
+    pub const DEFAULT: ToolSet = ToolSet(
+        ToolName::RunCode.bit()
+            | ToolName::RunCommand.bit()
+            | ToolName::WriteFile.bit()
+            | ToolName::ReadFile.bit()
+            | ToolName::ListFiles.bit()
+            | ToolName::StartBackgroundCommand.bit(),
+    );
+    /// Every tool.
+    pub const ALL: ToolSet = ToolSet(Self::DEFAULT.0 | Self::BACKGROUND_CONTROL.0);
+    /// The tools that need a background process's output kept in the
+    /// sandbox (see [`crate::background`]).
+    const BACKGROUND_CONTROL: ToolSet =
+        ToolSet(ToolName::GetBackgroundOutput.bit() | ToolName::StopBackgroundCommand.bit());
+
+    /// Parses a list of names; `default` and `all` stand for those sets.
+    /// Empty or unknown names are refused, naming the known ones.
+    pub fn parse<S: AsRef<str>>(names: &[S]) -> Result<ToolSet, String> {
+        let mut set = ToolSet(0);
+        for name in names {
+            let name = name.as_ref().trim();
+            set.0 |= match name {
+                "all" => Self::ALL.0,
+                "default" => Self::DEFAULT.0,
+                _ => match ToolName::parse(name) {
+                    Some(tool) => tool.bit(),
+                    None => {
+                        return Err(format!(
+                            "unknown tool '{name}' (known: {}, or default, all)",
+                            TOOL_NAMES.join(", ")
+                        ))
+                    }
+                },
+            };
+        }
+        if set.0 == 0 {
+            return Err("no tool enabled: name at least one".into());
+        }
+        Ok(set)
+    }
+
+    /// Whether `tool` is enabled.
+    pub fn contains(self, tool: ToolName) -> bool {
+        self.0 & tool.bit() != 0
+    }
+
+    /// The enabled tools, in [`ToolName::ALL`]'s order.
+    pub fn tools(self) -> impl Iterator<Item = ToolName> {
+        ToolName::ALL.into_iter().filter(move |t| self.contains(*t))
+    }
+
+    /// Whether background processes are started with their output kept
+    /// in the sandbox (a tool that reads or stops them is enabled).
+    pub fn controls_background(self) -> bool {
+        self.0 & Self::BACKGROUND_CONTROL.0 != 0
+    }
+
+    /// `Ok` if `tool` is enabled, else the invalid-argument failure that
+    /// names the enabled tools.
+    pub fn check(self, tool: ToolName) -> Result<(), ToolError> {
+        if self.contains(tool) {
+            return Ok(());
+        }
+        Err(ToolError::invalid(format!(
+            "Tool {} is not enabled in this session. Enabled tools: {}",
+            tool.as_str(),
+            self.names().join(", ")
+        )))
+    }
+
+    /// The enabled tools' names.
+    pub fn names(self) -> Vec<&'static str> {
+        self.tools().map(ToolName::as_str).collect()
+    }
+}
+
+impl Default for ToolSet {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Byte offsets into a background process's stdout and stderr (what
+/// `get_background_output` read up to).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offsets {
+    /// Into stdout.
+    pub stdout: u64,
+    /// Into stderr.
+    pub stderr: u64,
+}
+
+/// The optional `since` of `get_background_output`: `{"stdout": n,
+/// "stderr": m}` (either may be left out: 0), or null.
+fn since(args: &Map<String, Value>) -> Result<Offsets, ToolError> {
+    let bad = || {
+        ToolError::invalid(
+            r#"Invalid since: expected {"stdout": N, "stderr": M} with non-negative integer offsets, as next_since returned them"#,
+        )
+    };
+    let map = match args.get("since") {
+        None | Some(Value::Null) => return Ok(Offsets::default()),
+        Some(Value::Object(map)) => map,
+        Some(_) => return Err(bad()),
+    };
+    let offset = |key: &str| match map.get(key) {
+        None | Some(Value::Null) => Ok(0),
+        Some(Value::Number(n)) => n.as_u64().ok_or_else(bad),
+        Some(_) => Err(bad()),
+    };
+    if map.keys().any(|k| k != "stdout" && k != "stderr") {
+        return Err(bad());
+    }
+    Ok(Offsets {
+        stdout: offset("stdout")?,
+        stderr: offset("stderr")?,
+    })
+}
+
+/// The signal `stop_background_command` sends first (SIGKILL follows
+/// after the grace period if the process is still there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StopSignal {
+    /// Terminate (the default).
+    #[default]
+    Term,
+    /// Interrupt, as Ctrl-C.
+    Int,
+    /// Hang up.
+    Hup,
+    /// Quit.
+    Quit,
+    /// Kill at once.
+    Kill,
+}
+
+impl StopSignal {
+    /// Every signal, for messages.
+    pub const ALL: [StopSignal; 5] = [
+        StopSignal::Term,
+        StopSignal::Int,
+        StopSignal::Hup,
+        StopSignal::Quit,
+        StopSignal::Kill,
+    ];
+
+    /// `SIGTERM`, ….
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StopSignal::Term => "SIGTERM",
+            StopSignal::Int => "SIGINT",
+            StopSignal::Hup => "SIGHUP",
+            StopSignal::Quit => "SIGQUIT",
+            StopSignal::Kill => "SIGKILL",
+        }
+    }
+
+    /// `TERM`, … as `kill -s` takes it.
+    pub fn short_name(self) -> &'static str {
+        &self.as_str()[3..]
+    }
+
+    /// `SIGTERM`, `sigterm` or `TERM`.
+    pub fn parse(name: &str) -> Option<Self> {
+        let upper = name.trim().to_ascii_uppercase();
+        let short = upper.strip_prefix("SIG").unwrap_or(&upper);
+        Self::ALL.into_iter().find(|s| s.short_name() == short)
+    }
+}
+
+/// The optional `signal` of `stop_background_command`.
+fn stop_signal(args: &Map<String, Value>) -> Result<StopSignal, ToolError> {
+    let names: Vec<_> = StopSignal::ALL.iter().map(|s| s.as_str()).collect();
+    let bad = || ToolError::invalid(format!("Invalid signal: expected {}", names.join(", ")));
+    match args.get("signal") {
+        None | Some(Value::Null) => Ok(StopSignal::default()),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(StopSignal::default()),
+        Some(Value::String(s)) => StopSignal::parse(s).ok_or_else(bad),
+        Some(_) => Err(bad()),
+    }
+}
+
+/// The message for a pid that cannot be one.
+pub const INVALID_PID: &str =
+    "Invalid pid: expected the positive integer start_background_command returned";
+
+/// The required `pid`: a positive integer.
+fn pid(args: &Map<String, Value>) -> Result<u32, ToolError> {
+    match args.get("pid") {
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
+            .filter(|p| *p > 0)
+            .ok_or_else(|| ToolError::invalid(INVALID_PID)),
+        _ => Err(missing("pid")),
+    }
+}
 
 /// Refuses `write_file` content over [`MAX_WRITE_BYTES`].
 pub fn check_write_size(content: &[u8]) -> Result<(), ToolError> {
@@ -225,6 +445,36 @@ pub enum ToolCall {
     },
     /// `start_background_command`.
     StartBackground(BackgroundArgs),
+    /// `get_background_output`.
+    GetBackgroundOutput {
+        /// The process, as its start returned it.
+        pid: u32,
+        /// Where to read from (0: from the start).
+        since: Offsets,
+    },
+    /// `stop_background_command`.
+    StopBackground {
+        /// The process, as its start returned it.
+        pid: u32,
+        /// The signal sent first.
+        signal: StopSignal,
+    },
+}
+
+impl ToolCall {
+    /// The tool this call is for.
+    pub fn tool(&self) -> ToolName {
+        match self {
+            ToolCall::RunCode(_) => ToolName::RunCode,
+            ToolCall::RunCommand(_) => ToolName::RunCommand,
+            ToolCall::WriteFile { .. } => ToolName::WriteFile,
+            ToolCall::ReadFile { .. } => ToolName::ReadFile,
+            ToolCall::ListFiles { .. } => ToolName::ListFiles,
+            ToolCall::StartBackground(_) => ToolName::StartBackgroundCommand,
+            ToolCall::GetBackgroundOutput { .. } => ToolName::GetBackgroundOutput,
+            ToolCall::StopBackground { .. } => ToolName::StopBackgroundCommand,
+        }
+    }
 }
 
 fn missing(key: &str) -> ToolError {
@@ -330,12 +580,23 @@ pub fn normalize_language(language: Option<&str>) -> String {
     }
 }
 
-/// Parses `call-tool`'s arguments for tool `name`.
+/// Parses `call-tool`'s arguments for tool `name`, any tool enabled.
 pub fn parse_call(name: &str, arguments_json: &str) -> Result<ToolCall, ToolError> {
-    let Some(tool) = ToolName::parse(name) else {
+    parse_enabled_call(name, arguments_json, ToolSet::ALL)
+}
+
+/// Parses `call-tool`'s arguments for tool `name`, one of `enabled`.
+pub fn parse_enabled_call(
+    name: &str,
+    arguments_json: &str,
+    enabled: ToolSet,
+) -> Result<ToolCall, ToolError> {
+    let Some(tool) = ToolName::parse(name).filter(|t| enabled.contains(*t)) else {
+        // e2b-adk's message, for a disabled tool too: the model should
+        // use what it has.
         return Err(ToolError::invalid(format!(
             "Unknown tool: {name}. Available tools: {}",
-            TOOL_NAMES.join(", ")
+            enabled.names().join(", ")
         )));
     };
     if arguments_json.len() > MAX_ARGUMENTS_BYTES {
@@ -440,6 +701,14 @@ fn parse_args(tool: ToolName, mut args: Map<String, Value>) -> Result<ToolCall, 
                 command,
             }))
         }
+        ToolName::GetBackgroundOutput => Ok(ToolCall::GetBackgroundOutput {
+            pid: pid(args)?,
+            since: since(args)?,
+        }),
+        ToolName::StopBackgroundCommand => Ok(ToolCall::StopBackground {
+            pid: pid(args)?,
+            signal: stop_signal(args)?,
+        }),
     }
 }
 
@@ -454,8 +723,113 @@ mod tests {
             assert_eq!(ToolName::parse(tool.as_str()), Some(tool));
         }
         assert_eq!(ToolName::parse("start_background"), None);
-        let err = parse_call("stop_background_command", r#"{"command": "x"}"#).unwrap_err();
-        assert!(err.message.starts_with("Unknown tool"), "{}", err.message);
+        // A disabled tool is unknown to the model, and the message lists
+        // what it can use: e2b-adk's six by default.
+        let err = parse_enabled_call("stop_background_command", r#"{"pid": 3}"#, ToolSet::DEFAULT)
+            .unwrap_err();
+        assert_eq!(
+            err.message,
+            "Unknown tool: stop_background_command. Available tools: run_code, run_command, \
+write_file, read_file, list_files, start_background_command"
+        );
+        assert!(parse_call("stop_background_command", r#"{"pid": 3}"#).is_ok());
+    }
+
+    #[test]
+    fn tool_sets_parse_names_and_the_two_shorthands() {
+        assert_eq!(ToolSet::parse(&["default"]).unwrap(), ToolSet::DEFAULT);
+        assert_eq!(ToolSet::parse(&["all"]).unwrap(), ToolSet::ALL);
+        let reader = ToolSet::parse(&["read_file", " list_files"]).unwrap();
+        assert_eq!(reader.names(), ["read_file", "list_files"]);
+        assert!(!reader.controls_background());
+        assert!(!ToolSet::DEFAULT.controls_background());
+        assert!(ToolSet::parse(&["get_background_output"])
+            .unwrap()
+            .controls_background());
+        let err = ToolSet::parse(&["read_file", "rm_rf"]).unwrap_err();
+        assert!(err.contains("unknown tool 'rm_rf'"), "{err}");
+        assert!(ToolSet::parse::<&str>(&[]).is_err());
+        let err = reader.check(ToolName::WriteFile).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgument);
+        assert_eq!(
+            err.message,
+            "Tool write_file is not enabled in this session. Enabled tools: read_file, list_files"
+        );
+    }
+
+    #[test]
+    fn background_control_arguments_are_checked() {
+        let call = parse_call(
+            "get_background_output",
+            r#"{"pid": 7, "since": {"stdout": 10}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            call,
+            ToolCall::GetBackgroundOutput {
+                pid: 7,
+                since: Offsets {
+                    stdout: 10,
+                    stderr: 0
+                }
+            }
+        );
+        let call = parse_call("stop_background_command", r#"{"pid": 7, "signal": "int"}"#);
+        assert_eq!(
+            call.unwrap(),
+            ToolCall::StopBackground {
+                pid: 7,
+                signal: StopSignal::Int
+            }
+        );
+        for (tool, args, message) in [
+            (
+                "get_background_output",
+                r#"{}"#,
+                "Missing or invalid required argument: pid",
+            ),
+            ("get_background_output", r#"{"pid": 0}"#, INVALID_PID),
+            ("get_background_output", r#"{"pid": -3}"#, INVALID_PID),
+            ("get_background_output", r#"{"pid": 1.5}"#, INVALID_PID),
+            (
+                "get_background_output",
+                r#"{"pid": "7"}"#,
+                "Missing or invalid required argument: pid",
+            ),
+            (
+                "get_background_output",
+                r#"{"pid": 7, "since": {"stdout": -1}}"#,
+                "Invalid since",
+            ),
+            (
+                "get_background_output",
+                r#"{"pid": 7, "since": 5}"#,
+                "Invalid since",
+            ),
+            (
+                "get_background_output",
+                r#"{"pid": 7, "since": {"out": 5}}"#,
+                "Invalid since",
+            ),
+            (
+                "stop_background_command",
+                r#"{"pid": 7, "signal": "SIGUSR1"}"#,
+                "Invalid signal: expected SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGKILL",
+            ),
+            (
+                "stop_background_command",
+                r#"{"pid": 7, "signal": 9}"#,
+                "Invalid signal",
+            ),
+        ] {
+            let err = parse_call(tool, args).unwrap_err();
+            assert!(
+                err.message.starts_with(message),
+                "{tool} {args}: {}",
+                err.message
+            );
+            assert_eq!(err.kind, ErrorKind::InvalidArgument);
+        }
     }
 
     #[test]

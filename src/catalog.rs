@@ -2,8 +2,9 @@
 //! `start_background_command` says that it checks readiness), their arguments as
 //! standard JSON Schema (usable by OpenAI, Anthropic, Gemini and MCP), and
 //! the system-prompt fragment. The schemas are `src/schemas/<tool>.json`,
-//! embedded as written.
+//! embedded as written. A session lists only the tools it enables.
 
+use crate::args::{ToolName, ToolSet};
 use crate::config::Settings;
 
 /// One tool's description.
@@ -17,8 +18,9 @@ pub struct ToolSpec {
     pub parameters_schema: &'static str,
 }
 
-/// The six tools, in e2b-adk's order.
-pub const TOOLS: [ToolSpec; 6] = [
+/// Every tool: e2b-adk's six in its order, then the opt-in ones, in
+/// [`ToolName::ALL`]'s order.
+pub const TOOLS: [ToolSpec; 8] = [
     ToolSpec {
         name: "run_code",
         description: "Execute a code snippet inside an isolated E2B sandbox and return its stdout, stderr, the last expression's value, and any runtime error. Use this to actually run and verify code rather than only reasoning about it. Defaults to Python.",
@@ -49,26 +51,67 @@ pub const TOOLS: [ToolSpec; 6] = [
         description: "Start a long-running command (such as a web/dev server) inside an isolated E2B sandbox and return immediately with its process id. Provide a port to also get a preview URL for the exposed service; the call then waits (up to 10 seconds by default) until the port accepts connections and says whether the service is ready, not listening yet, or exited (with its output so far). Without a port it watches for a second for an early exit.",
         parameters_schema: include_str!("schemas/start_background_command.json"),
     },
+    ToolSpec {
+        name: "get_background_output",
+        description: "Read what a process started with start_background_command has printed (stdout and stderr, each truncated like every output) and whether it is still running or has exited (with its exit_code). Pass the previous answer's next_since as since to get only the new output. Use this to check a server's log or a long job's progress.",
+        parameters_schema: include_str!("schemas/get_background_output.json"),
+    },
+    ToolSpec {
+        name: "stop_background_command",
+        description: "Stop a process started with start_background_command, and the processes it started: sends SIGTERM (or the given signal), then SIGKILL to whatever is left after 5 seconds, and returns its exit state. Its output stays readable with get_background_output.",
+        parameters_schema: include_str!("schemas/stop_background_command.json"),
+    },
 ];
+
+/// The specs of the tools `enabled` offers, in catalog order.
+pub fn enabled(enabled: ToolSet) -> impl Iterator<Item = &'static ToolSpec> {
+    ToolName::ALL
+        .into_iter()
+        .zip(TOOLS.iter())
+        .filter(move |(tool, _)| enabled.contains(*tool))
+        .map(|(_, spec)| spec)
+}
 
 /// A short system-prompt fragment about the tools and the sandbox.
 pub fn instructions(settings: &Settings) -> String {
+    let enabled = settings.tools;
+    let mut tools = Vec::new();
+    for tool in enabled.tools() {
+        tools.push(match tool {
+            ToolName::RunCode => format!(
+                "run_code (execute {} in a stateful kernel; returns stdout, stderr, the last \
+expression's value as text, and any raised error)",
+                or_list(&settings.run_code_languages())
+            ),
+            ToolName::RunCommand => {
+                "run_command (bash -l -c; returns stdout, stderr, exit_code; default timeout 60 s)"
+                    .into()
+            }
+            ToolName::WriteFile => "write_file (text, or base64 for binary files)".into(),
+            ToolName::ReadFile => "read_file (text, or base64 for binary files)".into(),
+            ToolName::ListFiles => "list_files (one directory level, or up to 10)".into(),
+            ToolName::StartBackgroundCommand => "start_background_command (servers and other \
+long-running processes; give a port to get a preview URL and a readiness check)"
+                .into(),
+            ToolName::GetBackgroundOutput => "get_background_output (what a background process \
+printed, from an offset, and whether it still runs)"
+                .into(),
+            ToolName::StopBackgroundCommand => "stop_background_command (SIGTERM, then SIGKILL \
+after 5 s)"
+                .into(),
+        });
+    }
     format!(
         "You have tools that act in one isolated E2B cloud sandbox (a Linux VM, template \
 `{template}`), created on first use and kept for this whole session: files, installed \
 packages and run_code variables persist across calls (run_command's cwd and env vars do not). \
 The home and default working directory is /home/user; relative paths resolve against it. \
-Tools: run_code (execute {languages} in a stateful kernel; \
-returns stdout, stderr, the last expression's value as text, and any raised error), \
-run_command (bash -l -c; returns stdout, stderr, exit_code; default timeout 60 s), \
-write_file and read_file (text files), list_files (one directory level), and \
-start_background_command (servers and other long-running processes; give a port to get a \
-preview URL and a readiness check). Every result has `success`; `success: true` means the tool \
+Tools: {tools}. Every result has `success`; `success: true` means the tool \
 ran, so check `exit_code` and `error` too. Output fields are truncated to {limit} bytes with a \
 `…[truncated N bytes]` marker: print summaries rather than huge outputs. The sandbox stops \
 {ttl} seconds after the last activity.",
         template = settings.template,
-        languages = or_list(&settings.run_code_languages()),
+        tools = joined(&tools, "and"),
         limit = settings.max_output_bytes,
         ttl = settings.ttl_seconds(),
     )
@@ -76,10 +119,16 @@ ran, so check `exit_code` and `error` too. Output fields are truncated to {limit
 
 /// `a, b or c`.
 fn or_list(items: &[&str]) -> String {
-    match items {
+    joined(items, "or")
+}
+
+/// `a, b <word> c`.
+fn joined<S: AsRef<str>>(items: &[S], word: &str) -> String {
+    let items: Vec<&str> = items.iter().map(AsRef::as_ref).collect();
+    match &items[..] {
         [] => String::new(),
         [one] => one.to_string(),
-        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+        [rest @ .., last] => format!("{} {word} {last}", rest.join(", ")),
     }
 }
 
@@ -134,6 +183,43 @@ mod tests {
         }
         let names: Vec<_> = TOOLS.iter().map(|t| t.name).collect();
         assert_eq!(names, crate::args::TOOL_NAMES);
+        // The default catalog is e2b-adk's six, in its order.
+        let default: Vec<_> = enabled(ToolSet::DEFAULT).map(|t| t.name).collect();
+        assert_eq!(
+            default,
+            [
+                "run_code",
+                "run_command",
+                "write_file",
+                "read_file",
+                "list_files",
+                "start_background_command"
+            ]
+        );
+    }
+
+    #[test]
+    fn instructions_name_only_the_enabled_tools() {
+        let only = |tools: &str| {
+            Settings::from_env(|name| (name == crate::config::TOOLS_VAR).then(|| tools.to_string()))
+        };
+        let default = instructions(&Settings::from_env(|_| None));
+        assert!(!default.contains("get_background_output"), "{default}");
+        let all = instructions(&only("all"));
+        assert!(
+            all.contains("get_background_output (what a background"),
+            "{all}"
+        );
+        assert!(
+            all.contains("and stop_background_command (SIGTERM"),
+            "{all}"
+        );
+        let reader = instructions(&only("read_file,list_files"));
+        assert!(
+            reader.contains("Tools: read_file (text, or base64 for binary files) and list_files"),
+            "{reader}"
+        );
+        assert!(!reader.contains("run_command ("), "{reader}");
     }
 
     #[test]
@@ -194,6 +280,36 @@ mod tests {
                 false,
             ),
             ("start_background_command", r#"{"port": 80}"#, false),
+            ("get_background_output", r#"{"pid": 3}"#, true),
+            (
+                "get_background_output",
+                r#"{"pid": 3, "since": {"stdout": 5, "stderr": 0}}"#,
+                true,
+            ),
+            ("get_background_output", r#"{}"#, false),
+            ("get_background_output", r#"{"pid": 0}"#, false),
+            (
+                "get_background_output",
+                r#"{"pid": 3, "since": {"stdout": -1}}"#,
+                false,
+            ),
+            (
+                "get_background_output",
+                r#"{"pid": 3, "since": {"lines": 1}}"#,
+                false,
+            ),
+            ("stop_background_command", r#"{"pid": 3}"#, true),
+            (
+                "stop_background_command",
+                r#"{"pid": 3, "signal": "SIGKILL"}"#,
+                true,
+            ),
+            (
+                "stop_background_command",
+                r#"{"pid": 3, "signal": "SIGUSR1"}"#,
+                false,
+            ),
+            ("stop_background_command", r#"{"signal": "SIGTERM"}"#, false),
         ];
         for (tool, args, valid) in cases {
             let spec = TOOLS.iter().find(|t| t.name == *tool).unwrap();

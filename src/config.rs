@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::args::ToolSet;
 use crate::errors::ToolError;
 use crate::truncate::DEFAULT_MAX_OUTPUT_BYTES;
 
@@ -89,7 +90,13 @@ pub struct ConfigInput {
     pub readiness_timeout_ms: Option<u32>,
     /// Attach to this sandbox.
     pub sandbox_id: Option<String>,
+    /// The enabled tools' names (`default`, `all` allowed). Default:
+    /// [`TOOLS_VAR`], then e2b-adk's six.
+    pub tools: Option<Vec<String>>,
 }
+
+/// The enabled tools, comma-separated, when the configuration names none.
+pub const TOOLS_VAR: &str = "E2B_TOOLS_ENABLED";
 
 /// The resolved options of the instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +141,8 @@ pub struct Settings {
     /// (`E2B_TOOLS_LANGUAGES`, comma-separated; the reference host sets it
     /// for its local server). `None`: E2B's code interpreter's.
     pub languages: Option<Vec<String>>,
+    /// The tools offered.
+    pub tools: ToolSet,
 }
 
 /// The languages E2B's `code-interpreter-v1` template runs.
@@ -197,6 +206,18 @@ impl Settings {
         if input.auto_resume == Some(true) && input.on_timeout != Some(OnTimeout::Pause) {
             return Err(ToolError::invalid("auto-resume requires on-timeout: pause"));
         }
+        let tools = match input.tools.or_else(|| {
+            non_empty(env(TOOLS_VAR)).map(|v| v.split(',').map(str::to_string).collect())
+        }) {
+            None => ToolSet::DEFAULT,
+            Some(names) => match ToolSet::parse(&names) {
+                Ok(set) => set,
+                Err(e) if validate => {
+                    return Err(ToolError::invalid(format!("Invalid tools: {e}")))
+                }
+                Err(_) => ToolSet::DEFAULT,
+            },
+        };
         if input.timeout_seconds == Some(0) {
             return Err(ToolError::invalid(
                 "Invalid timeout: the sandbox timeout must be greater than 0",
@@ -235,6 +256,7 @@ impl Settings {
                     .filter(|l| !l.is_empty())
                     .collect()
             }),
+            tools,
         })
     }
 
@@ -303,6 +325,7 @@ fn builtin_defaults() -> Settings {
         readiness_timeout_ms: DEFAULT_READINESS_TIMEOUT_MS,
         attach_sandbox_id: None,
         languages: None,
+        tools: ToolSet::DEFAULT,
     }
 }
 

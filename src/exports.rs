@@ -3,7 +3,10 @@
 //! The generated bindings need `unsafe`; nothing else here uses it.
 #![allow(unsafe_code)]
 
-use crate::args::{self, BackgroundArgs, RunCodeArgs, RunCommandArgs, ToolCall};
+use crate::args::{
+    self, BackgroundArgs, Offsets, RunCodeArgs, RunCommandArgs, StopSignal, ToolCall,
+};
+use crate::background::ProcessState;
 use crate::config::{ConfigInput, NetworkRules, OnTimeout, Settings};
 use crate::errors::{ErrorKind, ToolError};
 use crate::results::{self, Readiness, ToolOutput};
@@ -106,6 +109,7 @@ impl wit_lifecycle::Guest for Component {
             rich_results: config.rich_results,
             readiness_timeout_ms: config.readiness_timeout_ms,
             sandbox_id: config.sandbox_id,
+            tools: config.tools,
         };
         let settings = Settings::resolve(input, session::env_var).map_err(to_wit_error)?;
         session::wasi().update(|s| *s = session::Session::new(settings));
@@ -250,6 +254,76 @@ impl wit_tools::Guest for Component {
             _ => Err(to_wit_error(unexpected())),
         }
     }
+
+    fn get_background_output(
+        pid: u32,
+        since: Option<wit_tools::OutputOffsets>,
+    ) -> Result<wit_tools::ProcessOutput, wit_types::ToolError> {
+        let since = since.map_or_else(Offsets::default, |o| Offsets {
+            stdout: o.stdout,
+            stderr: o.stderr,
+        });
+        let call = ToolCall::GetBackgroundOutput {
+            pid: positive_pid(pid)?,
+            since,
+        };
+        match run(call).map_err(to_wit_error)? {
+            ToolOutput::ProcessOutput(p) => Ok(wit_tools::ProcessOutput {
+                pid: p.pid,
+                state: match p.state {
+                    ProcessState::Running => wit_tools::ProcessState::Running,
+                    ProcessState::Exited => wit_tools::ProcessState::Exited,
+                },
+                exit_code: p.exit_code,
+                stdout: p.stdout,
+                stderr: p.stderr,
+                next_since: wit_tools::OutputOffsets {
+                    stdout: p.next_since.stdout,
+                    stderr: p.next_since.stderr,
+                },
+            }),
+            _ => Err(to_wit_error(unexpected())),
+        }
+    }
+
+    fn stop_background_command(
+        pid: u32,
+        signal: Option<wit_tools::StopSignal>,
+    ) -> Result<wit_tools::StoppedProcess, wit_types::ToolError> {
+        let signal = match signal {
+            None | Some(wit_tools::StopSignal::Sigterm) => StopSignal::Term,
+            Some(wit_tools::StopSignal::Sigint) => StopSignal::Int,
+            Some(wit_tools::StopSignal::Sighup) => StopSignal::Hup,
+            Some(wit_tools::StopSignal::Sigquit) => StopSignal::Quit,
+            Some(wit_tools::StopSignal::Sigkill) => StopSignal::Kill,
+        };
+        let call = ToolCall::StopBackground {
+            pid: positive_pid(pid)?,
+            signal,
+        };
+        match run(call).map_err(to_wit_error)? {
+            ToolOutput::Stopped(s) => Ok(wit_tools::StoppedProcess {
+                pid: s.pid,
+                exit_code: s.exit_code,
+                signal: s.signal.map(|s| match s {
+                    StopSignal::Term => wit_tools::StopSignal::Sigterm,
+                    StopSignal::Int => wit_tools::StopSignal::Sigint,
+                    StopSignal::Hup => wit_tools::StopSignal::Sighup,
+                    StopSignal::Quit => wit_tools::StopSignal::Sigquit,
+                    StopSignal::Kill => wit_tools::StopSignal::Sigkill,
+                }),
+            }),
+            _ => Err(to_wit_error(unexpected())),
+        }
+    }
+}
+
+/// Pid 0 is nobody's.
+fn positive_pid(pid: u32) -> Result<u32, wit_types::ToolError> {
+    if pid == 0 {
+        return Err(to_wit_error(ToolError::invalid(args::INVALID_PID)));
+    }
+    Ok(pid)
 }
 
 fn unexpected() -> ToolError {
@@ -264,8 +338,7 @@ fn unexpected() -> ToolError {
 
 impl wit_catalog::Guest for Component {
     fn list_tools() -> Vec<wit_catalog::ToolSpec> {
-        catalog::TOOLS
-            .iter()
+        catalog::enabled(session::wasi().snapshot().settings.tools)
             .map(|t| wit_catalog::ToolSpec {
                 name: t.name.into(),
                 description: t.description.into(),
@@ -275,8 +348,10 @@ impl wit_catalog::Guest for Component {
     }
 
     fn call_tool(name: String, arguments_json: String) -> String {
-        let rich = session::wasi().snapshot().settings.rich_results;
-        let call = args::parse_call(&name, &arguments_json);
+        let settings = session::wasi().snapshot().settings;
+        let rich = settings.rich_results;
+        let call = args::parse_enabled_call(&name, &arguments_json, settings.tools);
+        drop(settings);
         // The arguments may be tens of megabytes: free them before the call.
         drop(arguments_json);
         match call {

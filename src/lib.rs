@@ -13,6 +13,7 @@
 
 pub mod api;
 pub mod args;
+pub mod background;
 pub mod base64_sink;
 pub mod catalog;
 pub mod config;

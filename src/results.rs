@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::args::Encoding;
+use crate::background::{ProcessOutput, StoppedProcess};
 use crate::envd::ListedEntry;
 use crate::errors::ToolError;
 use crate::interpreter::Execution;
@@ -100,6 +101,10 @@ pub enum ToolOutput {
     },
     /// `start_background_command`.
     Background(BackgroundOutput),
+    /// `get_background_output`.
+    ProcessOutput(ProcessOutput),
+    /// `stop_background_command`.
+    Stopped(StoppedProcess),
 }
 
 /// A JSON object that keeps its keys in insertion order (serde_json's map
@@ -226,6 +231,24 @@ pub fn success_object(output: &ToolOutput, rich: bool) -> OrderedObject {
             }
             obj
         }
+        ToolOutput::ProcessOutput(p) => obj
+            .put("pid", p.pid)
+            .put("state", p.state.as_str())
+            .put("exit_code", p.exit_code)
+            .put("stdout", p.stdout.as_str())
+            .put("stderr", p.stderr.as_str())
+            // Keys in sorted order: the same text whether serde_json
+            // preserves insertion order (a feature another crate may turn
+            // on) or sorts.
+            .put(
+                "next_since",
+                serde_json::json!({"stderr": p.next_since.stderr, "stdout": p.next_since.stdout}),
+            ),
+        ToolOutput::Stopped(s) => obj
+            .put("pid", s.pid)
+            .put("state", "exited")
+            .put("exit_code", s.exit_code)
+            .put("signal", s.signal.map(|s| s.as_str())),
     }
 }
 
@@ -335,6 +358,36 @@ mod tests {
                 false
             ),
             r#"{"path":"/tmp/a.txt","success":true}"#
+        );
+    }
+
+    #[test]
+    fn background_control_dicts() {
+        use crate::args::{Offsets, StopSignal};
+        use crate::background::ProcessState;
+        let out = ToolOutput::ProcessOutput(ProcessOutput {
+            pid: 4,
+            state: ProcessState::Running,
+            exit_code: None,
+            stdout: "GET /\n".into(),
+            stderr: String::new(),
+            next_since: Offsets {
+                stdout: 6,
+                stderr: 0,
+            },
+        });
+        assert_eq!(
+            success_json(&out, false),
+            r#"{"pid":4,"state":"running","exit_code":null,"stdout":"GET /\n","stderr":"","next_since":{"stderr":0,"stdout":6},"success":true}"#
+        );
+        let stopped = ToolOutput::Stopped(StoppedProcess {
+            pid: 4,
+            exit_code: Some(-1),
+            signal: Some(StopSignal::Term),
+        });
+        assert_eq!(
+            success_json(&stopped, false),
+            r#"{"pid":4,"state":"exited","exit_code":-1,"signal":"SIGTERM","success":true}"#
         );
     }
 

@@ -18,7 +18,7 @@ use std::rc::Rc;
 
 use crate::api;
 use crate::args::ToolCall;
-use crate::config::{ConfigInput, OnTimeout, Settings};
+use crate::config::{ConfigInput, OnTimeout, Settings, TOOLS_VAR};
 use crate::errors::{ErrorKind, ToolError};
 use crate::platform::Platform;
 use crate::results::{self, ToolOutput};
@@ -67,6 +67,11 @@ pub fn settings(
         on_timeout,
         metadata: vec![(STATELESS_TAG.0.into(), STATELESS_TAG.1.into())],
         sandbox_id: Some(sandbox_id.trim().to_string()),
+        // Every tool is exported (and listed by plugin hosts) here.
+        tools: Some(match env(TOOLS_VAR) {
+            Some(list) if !list.trim().is_empty() => list.split(',').map(str::to_string).collect(),
+            _ => vec!["all".to_string()],
+        }),
         ..ConfigInput::default()
     };
     Settings::resolve(input, env)

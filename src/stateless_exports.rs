@@ -139,6 +139,28 @@ impl Guest for Component {
         run(sandbox_id, call)
     }
 
+    fn e2b_get_background_output(
+        sandbox_id: String,
+        pid: u32,
+        since_stdout: u64,
+        since_stderr: u64,
+    ) -> String {
+        let mut object = Object::default().number("pid", pid);
+        object.0.insert(
+            "since".into(),
+            serde_json::json!({"stdout": since_stdout, "stderr": since_stderr}),
+        );
+        run(sandbox_id, object.parse(ToolName::GetBackgroundOutput))
+    }
+
+    fn e2b_stop_background_command(sandbox_id: String, pid: u32, signal: String) -> String {
+        let call = Object::default()
+            .number("pid", pid)
+            .text("signal", signal)
+            .parse(ToolName::StopBackgroundCommand);
+        run(sandbox_id, call)
+    }
+
     fn e2b_close_sandbox(sandbox_id: String) -> String {
         wstd::runtime::block_on(stateless::close(Wasi, env_var, &sandbox_id))
     }

@@ -19,13 +19,17 @@ pub fn failure_prefix(call: &ToolCall) -> &'static str {
         ToolCall::ReadFile { .. } => "Failed to read file: ",
         ToolCall::ListFiles { .. } => "Failed to list directory: ",
         ToolCall::StartBackground(_) => "Failed to start command: ",
+        ToolCall::GetBackgroundOutput { .. } => "Failed to get background output: ",
+        ToolCall::StopBackground { .. } => "Failed to stop command: ",
     }
 }
 
 /// Adds the call's echoed path or command to an error, as e2b-adk does.
 pub fn echo(call: &ToolCall, err: ToolError) -> ToolError {
     match call {
-        ToolCall::RunCode(_) => err,
+        ToolCall::RunCode(_)
+        | ToolCall::GetBackgroundOutput { .. }
+        | ToolCall::StopBackground { .. } => err,
         ToolCall::RunCommand(a) => err.with_command(a.command.clone()),
         ToolCall::StartBackground(a) => err.with_command(a.command.clone()),
         ToolCall::WriteFile { path, .. }
@@ -118,6 +122,8 @@ pub fn redact_output(out: ToolOutput, secrets: &Secrets) -> ToolOutput {
             stderr: r(b.stderr),
             ..b
         }),
+        // Redacted as they were read, each chunk on its own.
+        out @ (ToolOutput::ProcessOutput(_) | ToolOutput::Stopped(_)) => out,
     }
 }
 
@@ -131,6 +137,7 @@ mod orchestration {
     use crate::api::SandboxHandle;
     use crate::args::Encoding;
     use crate::args::{BackgroundArgs, RunCodeArgs, RunCommandArgs};
+    use crate::background;
     use crate::base64_sink::Base64Sink;
     use crate::config::Settings;
     use crate::envd::{self, ProcessStream, StartSpec};
@@ -175,11 +182,16 @@ mod orchestration {
     ) -> Result<ToolOutput, ToolError> {
         // Typed calls come here unparsed: refuse what would not fit, and a
         // language the backend is known not to have.
-        let refused = match &call {
-            ToolCall::WriteFile { content, .. } => crate::args::check_write_size(content),
-            ToolCall::RunCode(a) => ctx.snapshot().settings.check_language(&a.language),
-            _ => Ok(()),
-        };
+        let settings = ctx.snapshot().settings;
+        let refused = settings
+            .tools
+            .check(call.tool())
+            .and_then(|()| match &call {
+                ToolCall::WriteFile { content, .. } => crate::args::check_write_size(content),
+                ToolCall::RunCode(a) => settings.check_language(&a.language),
+                _ => Ok(()),
+            });
+        drop(settings);
         if let Err(err) = refused {
             return Err(finish_error(ctx, &call, err));
         }
@@ -316,6 +328,67 @@ mod orchestration {
             ToolCall::StartBackground(a) => start_background(ctx, settings, sandbox, a)
                 .await
                 .map(ToolOutput::Background),
+            ToolCall::GetBackgroundOutput { pid, since } => {
+                let limit = settings.max_output_bytes;
+                let script = background::output_script(*pid, *since, limit);
+                // A header, then two base64 chunks of at most `limit` bytes.
+                let answer_bound = 2 * (limit / 3 + 1) * 4 + 256;
+                let timeout = u64::from(settings.request_timeout_ms);
+                let answer = run_script(ctx, settings, sandbox, script, timeout, answer_bound)
+                    .await
+                    .map_err(plain)?;
+                background::parse_output(*pid, &answer, *since, limit, &ctx.secrets())
+                    .map(ToolOutput::ProcessOutput)
+                    .map_err(plain)
+            }
+            ToolCall::StopBackground { pid, signal } => {
+                let script = background::stop_script(*pid, *signal);
+                let timeout = background::STOP_SCRIPT_MS;
+                let answer = run_script(ctx, settings, sandbox, script, timeout, 256)
+                    .await
+                    .map_err(plain)?;
+                background::parse_stop(*pid, &answer)
+                    .map(ToolOutput::Stopped)
+                    .map_err(plain)
+            }
+        }
+    }
+
+    /// Runs one of our scripts in the sandbox and returns its stdout (at
+    /// most `bound` bytes kept) once it exits 0.
+    async fn run_script<P: Platform>(
+        ctx: &Ctx<P>,
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        script: String,
+        timeout_ms: u64,
+        bound: usize,
+    ) -> Result<String, Failure> {
+        let spec = StartSpec {
+            command: script,
+            cwd: None,
+            envs: Default::default(),
+            timeout_ms: Some(timeout_ms),
+        };
+        let mut stream = ProcessStream::new(bound);
+        ctx.with_deadline(
+            timeout_ms + DEADLINE_GRACE_MS,
+            async {
+                let mut body = start(ctx, settings, sandbox, &spec).await?;
+                pump(&mut body, &mut stream, ProcessStream::is_done).await
+            },
+            deadline_failure,
+        )
+        .await?;
+        match stream.outcome()? {
+            0 => Ok(stream.stdout.finish()),
+            code => Err(Failure::new(
+                ErrorKind::Internal,
+                format!(
+                    "the sandbox's process query failed (exit code {code}): {}",
+                    stream.stderr.finish()
+                ),
+            )),
         }
     }
 
@@ -451,8 +524,13 @@ mod orchestration {
         sandbox: &SandboxHandle,
         a: &BackgroundArgs,
     ) -> Result<BackgroundOutput, OpError> {
+        let command = if settings.tools.controls_background() {
+            background::wrap(&a.command)
+        } else {
+            a.command.clone()
+        };
         let spec = StartSpec {
-            command: a.command.clone(),
+            command,
             cwd: a.cwd.clone(),
             envs: a.envs.clone(),
             timeout_ms: a.timeout_ms.filter(|ms| *ms > 0),
@@ -992,6 +1070,90 @@ mod orchestration_tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn background_output_is_kept_only_when_a_tool_reads_or_stops_it() {
+        // Default tools: the command goes to envd as the model wrote it.
+        let plain = ctx(300);
+        plain.platform.route(
+            START,
+            vec![Answer::steps(200, vec![started(5), Step::Hang])],
+        );
+        run(
+            &plain.platform.clock,
+            execute(&plain, background("serve", None)),
+        )
+        .unwrap();
+        let body = &plain.platform.bodies(START)[0];
+        assert!(!body.contains(crate::background::LOG_DIR), "{body}");
+        // The background tools enabled: it runs behind the prelude.
+        let kept = ctx_with(ConfigInput {
+            tools: Some(vec!["default".into(), "stop_background_command".into()]),
+            ..Default::default()
+        });
+        kept.platform.route(
+            START,
+            vec![Answer::steps(200, vec![started(5), Step::Hang])],
+        );
+        let out = run(
+            &kept.platform.clock,
+            execute(&kept, background("serve", None)),
+        )
+        .unwrap();
+        let body = &kept.platform.bodies(START)[0];
+        assert!(body.contains(crate::background::LOG_DIR), "{body}");
+        // The echo is still the model's command.
+        let ToolOutput::Background(out) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(out.command, "serve");
+    }
+
+    #[test]
+    fn a_disabled_tool_is_refused_before_anything_is_sent() {
+        let ctx = ctx(300);
+        let call = ToolCall::StopBackground {
+            pid: 5,
+            signal: Default::default(),
+        };
+        let err = run(&ctx.platform.clock, execute(&ctx, call)).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidArgument);
+        assert!(
+            err.message
+                .contains("stop_background_command is not enabled")
+                && err.message.contains("start_background_command"),
+            "{}",
+            err.message
+        );
+        assert!(ctx.platform.sent_ms(CREATE).is_empty());
+    }
+
+    #[test]
+    fn background_output_is_read_by_a_script_and_its_answer_parsed() {
+        let ctx = ctx_with(ConfigInput {
+            tools: Some(vec!["all".into()]),
+            ..Default::default()
+        });
+        // "hello world" from offset 2, nothing on stderr.
+        let mut steps = vec![started(9), stdout("running - 11 0\nbGxvIHdvcmxk\n\n")];
+        steps.extend(exited(0));
+        ctx.platform.route(START, vec![Answer::steps(200, steps)]);
+        let call = ToolCall::GetBackgroundOutput {
+            pid: 42,
+            since: crate::args::Offsets {
+                stdout: 2,
+                stderr: 0,
+            },
+        };
+        let out = run(&ctx.platform.clock, execute(&ctx, call)).unwrap();
+        let ToolOutput::ProcessOutput(out) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(out.stdout, "llo world");
+        assert_eq!(out.next_since.stdout, 11);
+        let body = &ctx.platform.bodies(START)[0];
+        assert!(body.contains("background/42"), "{body}");
     }
 
     #[test]

@@ -144,7 +144,7 @@ impl TruncatingSink {
             return self.kept.clone();
         }
         let omitted = self.total - self.kept.len() as u64;
-        format!("{}…[truncated {} bytes]", self.kept, thousands(omitted))
+        format!("{}{}", self.kept, marker(omitted))
     }
 
     fn flush_pending(&mut self) {
@@ -190,6 +190,11 @@ impl TruncatingSink {
         self.kept.push_str(&text[..cut]);
         self.full = true;
     }
+}
+
+/// The marker that ends a field `omitted` bytes short.
+pub fn marker(omitted: u64) -> String {
+    format!("…[truncated {} bytes]", thousands(omitted))
 }
 
 /// e2b-adk's `truncate_output` on a whole string.

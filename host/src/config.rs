@@ -34,6 +34,7 @@ impl Default for SandboxConfig {
             rich_results: None,
             readiness_timeout_ms: None,
             sandbox_id: None,
+            tools: None,
         }
     }
 }

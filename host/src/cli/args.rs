@@ -137,6 +137,12 @@ pub(crate) struct GlobalArgs {
     /// Return images, HTML and JSON produced by run_code as well as text.
     #[arg(long, global = true)]
     pub(crate) rich_results: bool,
+    /// The tools offered, comma-separated: names from `e2b-tools tools`,
+    /// `default` (e2b-adk's six) or `all` (with get_background_output and
+    /// stop_background_command). Default: $E2B_TOOLS_ENABLED, then default;
+    /// with --stateless, all.
+    #[arg(long, global = true, value_name = "TOOL,…", value_delimiter = ',')]
+    pub(crate) tools: Vec<String>,
     /// Attach to (and resume) this existing sandbox instead of creating one.
     #[arg(long, global = true, value_name = "ID")]
     pub(crate) sandbox_id: Option<String>,

@@ -181,6 +181,10 @@ async fn call_stateless(
                 OnTimeoutArg::Pause => "pause".to_string(),
             }),
         ),
+        (
+            "E2B_TOOLS_ENABLED",
+            (!global.tools.is_empty()).then(|| global.tools.join(",")),
+        ),
         ("E2B_DOMAIN", global.domain.clone()),
         ("E2B_API_URL", global.api_url.clone()),
         ("E2B_SANDBOX_URL", global.sandbox_url.clone()),
@@ -422,6 +426,7 @@ fn sandbox_config(global: &GlobalArgs) -> SandboxConfig {
         max_output_bytes: global.max_output_bytes,
         rich_results: global.rich_results.then_some(true),
         sandbox_id: global.sandbox_id.clone(),
+        tools: (!global.tools.is_empty()).then(|| global.tools.clone()),
         domain: global.domain.clone(),
         api_url: global.api_url.clone(),
         sandbox_url: global.sandbox_url.clone(),
