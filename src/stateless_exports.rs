@@ -142,8 +142,8 @@ impl Guest for Component {
     fn e2b_get_background_output(
         sandbox_id: String,
         pid: u32,
-        since_stdout: u64,
-        since_stderr: u64,
+        since_stdout: u32,
+        since_stderr: u32,
     ) -> String {
         let mut object = Object::default().number("pid", pid);
         object.0.insert(

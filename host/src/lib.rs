@@ -95,7 +95,8 @@ pub use audit::AUDIT_TARGET;
 pub use backend::{default_backend, Backend, BackendError, BackendKind, LocalBackendOptions};
 pub use bindings::{
     BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, ErrorKind, KeyValue,
-    Readiness, RichResult, RunCodeArgs, RunCodeOutput, RunCommandArgs, ToolError, ToolSpec,
+    OutputOffsets, ProcessOutput, ProcessState, Readiness, RichResult, RunCodeArgs, RunCodeOutput,
+    RunCommandArgs, StopSignal, StoppedProcess, ToolError, ToolSpec,
 };
 pub use bindings::{NetworkRules, OnTimeout, VolumeMount};
 pub use clock::ClockMode;

@@ -2,8 +2,9 @@
 
 use crate::audit;
 use crate::bindings::{
-    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, E2bTools, RunCodeArgs,
-    RunCodeOutput, RunCommandArgs, ToolError, ToolSpec,
+    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, E2bTools, OutputOffsets,
+    ProcessOutput, RunCodeArgs, RunCodeOutput, RunCommandArgs, StopSignal, StoppedProcess,
+    ToolError, ToolSpec,
 };
 use crate::clock::{ClockMode, SessionClock};
 use crate::config::SandboxConfig;
@@ -378,6 +379,31 @@ impl Session {
     ) -> Result<Result<BackgroundProcess, ToolError>, SessionError> {
         self.typed_call("start_background_command", async |tools, store| {
             tools.call_start_background_command(store, args).await
+        })
+        .await
+    }
+
+    /// What a background process printed from `since`, and its state
+    /// (opt-in: `config.tools` must enable it).
+    pub async fn get_background_output(
+        &self,
+        pid: u32,
+        since: Option<OutputOffsets>,
+    ) -> Result<Result<ProcessOutput, ToolError>, SessionError> {
+        self.typed_call("get_background_output", async |tools, store| {
+            tools.call_get_background_output(store, pid, since).await
+        })
+        .await
+    }
+
+    /// Stops a background process and what it started (opt-in).
+    pub async fn stop_background_command(
+        &self,
+        pid: u32,
+        signal: Option<StopSignal>,
+    ) -> Result<Result<StoppedProcess, ToolError>, SessionError> {
+        self.typed_call("stop_background_command", async |tools, store| {
+            tools.call_stop_background_command(store, pid, signal).await
         })
         .await
     }

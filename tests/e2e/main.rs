@@ -3,6 +3,7 @@
 //!
 //! - `parity`: `call-tool` gives e2b-adk 0.1.2's dicts for the same calls,
 //!   with e2b-adk itself run against the same server.
+//! - `background`: background process control and tool selection.
 //! - `tools`: every tool's success and failure paths, typed and by JSON.
 //! - `lifecycle`: lazy creation, keep-alive on a scaled clock, expiry,
 //!   resume, shutdown.
@@ -16,6 +17,7 @@
 //!   as the sandbox id, no sandbox left behind.
 //! - `wassette`: the stateless component in the real wassette 0.8.
 
+mod background;
 mod faults;
 mod harness;
 mod lifecycle;

@@ -12,13 +12,15 @@ use serde_json::{json, Value};
 use crate::harness::{env_for, server, server_scaled};
 
 /// The stateless world's tools, in WIT order.
-pub const TOOLS: [&str; 7] = [
+pub const TOOLS: [&str; 9] = [
     "e2b-run-code",
     "e2b-run-command",
     "e2b-write-file",
     "e2b-read-file",
     "e2b-list-files",
     "e2b-start-background-command",
+    "e2b-get-background-output",
+    "e2b-stop-background-command",
     "e2b-close-sandbox",
 ];
 
@@ -50,7 +52,7 @@ fn ok(result: Value) -> Value {
 }
 
 #[test]
-fn the_component_exports_exactly_the_seven_tools_with_flat_parameters() {
+fn the_component_exports_exactly_the_nine_tools_with_flat_parameters() {
     let names: Vec<&str> = runtime().tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, TOOLS);
     for tool in runtime().tools() {
@@ -115,6 +117,52 @@ async fn state_travels_as_the_sandbox_id_across_fresh_instances() {
     assert_eq!(server.stats().sandboxes_created, 1);
     let r = ok(call(&o, "close_sandbox", json!({"sandbox_id": id})).await);
     assert_eq!(r["closed"], "gone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_process_is_read_and_stopped_from_later_instances() {
+    let server = server().await;
+    let o = options(&server);
+    let started = ok(call(
+        &o,
+        "start_background_command",
+        json!({"command": "echo one; sleep 1; echo two; sleep 300"}),
+    )
+    .await);
+    let (id, pid) = (started["sandbox_id"].clone(), started["pid"].clone());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let read = ok(call(
+        &o,
+        "get_background_output",
+        json!({"sandbox_id": id, "pid": pid}),
+    )
+    .await);
+    assert_eq!(
+        (&read["stdout"], &read["state"]),
+        (&json!("one\ntwo\n"), &json!("running")),
+        "{read}"
+    );
+    let since = ok(call(
+        &o,
+        "get_background_output",
+        json!({"sandbox_id": id, "pid": pid, "since_stdout": 4}),
+    )
+    .await);
+    assert_eq!(since["stdout"], "two\n", "{since}");
+    let stopped = ok(call(
+        &o,
+        "stop_background_command",
+        json!({"sandbox_id": id, "pid": pid}),
+    )
+    .await);
+    assert_eq!(stopped["signal"], "SIGTERM", "{stopped}");
+    // A start without the sandbox's id made a sandbox; reading with no id
+    // would make another, where the pid is unknown.
+    let lost = call(&o, "get_background_output", json!({"pid": pid})).await;
+    assert_eq!(lost["kind"], "not-found", "{lost}");
+    for sandbox in [id, lost["sandbox_id"].clone()] {
+        ok(call(&o, "close_sandbox", json!({"sandbox_id": sandbox})).await);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
