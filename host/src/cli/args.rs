@@ -53,7 +53,8 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 pub(crate) struct CallArgs {
     /// The tool: run_code, run_command, write_file, read_file, list_files,
-    /// start_background_command.
+    /// start_background_command (and, with --tools, get_background_output,
+    /// stop_background_command).
     pub(crate) tool: String,
     /// The arguments as a JSON object, e.g. '{"code": "print(1)"}'.
     /// Default: {}.
@@ -137,6 +138,11 @@ pub(crate) struct GlobalArgs {
     /// Return images, HTML and JSON produced by run_code as well as text.
     #[arg(long, global = true)]
     pub(crate) rich_results: bool,
+    /// Where `call` and `batch` write images, SVG, HTML and PDF results of
+    /// run_code (with --rich-results), as result-N.<ext>. Default: a fresh
+    /// e2b-output[-N] directory here, made when the first one arrives.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) output_dir: Option<std::path::PathBuf>,
     /// The tools offered, comma-separated: names from `e2b-tools tools`,
     /// `default` (e2b-adk's six) or `all` (with get_background_output and
     /// stop_background_command). Default: $E2B_TOOLS_ENABLED, then default;

@@ -3,6 +3,7 @@
 pub(crate) mod args;
 pub(crate) mod logging;
 mod render;
+mod rich_files;
 mod spinner;
 
 use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand, OnTimeoutArg};
@@ -12,6 +13,7 @@ use e2b_tools_host::{
     LocalBackendOptions, NetworkRules, OnTimeout, Runtime, SandboxConfig, Session, SessionError,
     SessionOptions, StatelessOptions, StatelessRuntime, VolumeMount,
 };
+use rich_files::RichFiles;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -132,11 +134,13 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, CliFailure
     if call_args.json {
         print_stdout(&format!("{result}\n"))?;
     } else {
+        let saved = RichFiles::new(global.output_dir.clone()).save(&result);
         let stdout = std::io::stdout();
         let stderr = std::io::stderr();
         render::render(
             &call_args.tool,
             &result,
+            &saved,
             &mut stdout.lock(),
             &mut stderr.lock(),
         )
@@ -226,7 +230,8 @@ async fn batch(global: &GlobalArgs) -> Result<u8, CliFailure> {
     let (backend, env) = start_backend(global).await?;
     let outcome = async {
         let session = open_session(&runtime, global, env).await?;
-        let result = interruptible(run_batch_lines(&session)).await;
+        let files = RichFiles::new(global.output_dir.clone());
+        let result = interruptible(run_batch_lines(&session, files)).await;
         shutdown_session(&session).await;
         result?
     }
@@ -235,7 +240,7 @@ async fn batch(global: &GlobalArgs) -> Result<u8, CliFailure> {
     outcome
 }
 
-async fn run_batch_lines(session: &Session) -> Result<u8, CliFailure> {
+async fn run_batch_lines(session: &Session, mut files: RichFiles) -> Result<u8, CliFailure> {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
     let mut number = 0usize;
@@ -245,7 +250,7 @@ async fn run_batch_lines(session: &Session) -> Result<u8, CliFailure> {
         if line.trim().is_empty() {
             continue;
         }
-        let result = match parse_batch_line(&line) {
+        let mut result = match parse_batch_line(&line) {
             Ok((tool, args)) => match session.call_json(&tool, &args).await {
                 Ok(result) => result,
                 // The session is gone (trap): say so for this and every later line.
@@ -254,6 +259,8 @@ async fn run_batch_lines(session: &Session) -> Result<u8, CliFailure> {
             Err(reason) => failure_result(&format!("malformed batch line {number}: {reason}")),
         };
         all_succeeded &= result.get("success").and_then(Value::as_bool) == Some(true);
+        let saved = files.save(&result);
+        RichFiles::annotate(&mut result, &saved);
         stdout
             .write_all(format!("{result}\n").as_bytes())
             .await

@@ -5,10 +5,14 @@
 use serde_json::Value;
 use std::io::Write;
 
-/// Writes `result` (a tool's result object) for a person.
+use super::rich_files::{rich_items, Saved};
+
+/// Writes `result` (a tool's result object) for a person; `saved` says
+/// where each of its rich results went.
 pub(crate) fn render(
     tool: &str,
     result: &Value,
+    saved: &[Saved],
     out: &mut impl Write,
     err: &mut impl Write,
 ) -> std::io::Result<()> {
@@ -32,7 +36,7 @@ pub(crate) fn render(
             if !field("error").is_empty() {
                 write_block(err, field("error"))?;
             }
-            render_rich(result, err)?;
+            render_rich(result, saved, out, err)?;
         }
         "run_command" => {
             out.write_all(field("stdout").as_bytes())?;
@@ -72,26 +76,65 @@ pub(crate) fn render(
             out.write_all(field("stdout").as_bytes())?;
             err.write_all(field("stderr").as_bytes())?;
         }
+        "get_background_output" => {
+            out.write_all(field("stdout").as_bytes())?;
+            err.write_all(field("stderr").as_bytes())?;
+            let pid = result.get("pid").and_then(Value::as_u64).unwrap_or(0);
+            let since = &result["next_since"];
+            writeln!(
+                err,
+                "pid {pid}: {}; next since: {{\"stdout\": {}, \"stderr\": {}}}",
+                state(result),
+                since["stdout"],
+                since["stderr"]
+            )?;
+        }
+        "stop_background_command" => {
+            let pid = result.get("pid").and_then(Value::as_u64).unwrap_or(0);
+            match result.get("signal").and_then(Value::as_str) {
+                Some(signal) => writeln!(out, "stopped pid {pid} with {signal}")?,
+                None => writeln!(out, "pid {pid} had already {}", state(result))?,
+            }
+        }
         _ => writeln!(out, "{}", serde_json::to_string_pretty(result)?)?,
     }
     Ok(())
 }
 
-/// Notes rich results (images are not printed to a terminal).
-fn render_rich(result: &Value, err: &mut impl Write) -> std::io::Result<()> {
-    for key in ["rich", "results"] {
-        for item in result
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let mime = item.get("mime_type").and_then(Value::as_str).unwrap_or("?");
-            let size = item.get("data").and_then(Value::as_str).map_or(0, str::len);
-            writeln!(
-                err,
-                "[rich result: {mime}, {size} bytes; use --json to get it]"
-            )?;
+/// `running`, or `exited` with its code.
+fn state(result: &Value) -> String {
+    match (
+        result.get("state").and_then(Value::as_str),
+        result.get("exit_code").and_then(Value::as_i64),
+    ) {
+        (Some("exited"), Some(code)) => format!("exited with code {code}"),
+        (Some(state), _) => state.to_string(),
+        (None, _) => "in an unknown state".to_string(),
+    }
+}
+
+/// Rich results: the path of each one written to a file, a note for the
+/// rest (they are not printed to a terminal).
+fn render_rich(
+    result: &Value,
+    saved: &[Saved],
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> std::io::Result<()> {
+    for (i, item) in rich_items(result).enumerate() {
+        let mime = item.get("mime_type").and_then(Value::as_str).unwrap_or("?");
+        match saved.get(i) {
+            Some(Saved::File(path)) => writeln!(out, "{mime}: {}", path.display())?,
+            Some(Saved::Failed(reason)) => {
+                writeln!(err, "[rich result: {mime}, not saved: {reason}]")?
+            }
+            Some(Saved::Skipped) | None => {
+                let size = item.get("data").and_then(Value::as_str).map_or(0, str::len);
+                writeln!(
+                    err,
+                    "[rich result: {mime}, {size} bytes; use --json to get it]"
+                )?;
+            }
         }
     }
     Ok(())
@@ -113,7 +156,7 @@ mod tests {
 
     fn rendered(tool: &str, result: Value) -> (String, String) {
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        render(tool, &result, &mut out, &mut err).unwrap();
+        render(tool, &result, &[], &mut out, &mut err).unwrap();
         (
             String::from_utf8(out).unwrap(),
             String::from_utf8(err).unwrap(),
@@ -147,6 +190,42 @@ mod tests {
             json!({"path": ".", "entries": [{"name": "a", "type": "file"}, {"name": "d", "type": "dir"}], "success": true}),
         );
         assert_eq!(out, "a\nd/\n");
+    }
+
+    #[test]
+    fn saved_rich_results_print_their_path_and_background_states_read_well() {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let result = json!({"stdout": "", "stderr": "", "text": "", "error": "", "results": [
+            {"mime_type": "image/png", "data": "AA==", "is_main_result": false},
+            {"mime_type": "text/markdown", "data": "# x", "is_main_result": false},
+        ], "success": true});
+        let saved = [
+            Saved::File("e2b-output/result-1.png".into()),
+            Saved::Skipped,
+        ];
+        render("run_code", &result, &saved, &mut out, &mut err).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "image/png: e2b-output/result-1.png\n"
+        );
+        assert!(String::from_utf8(err)
+            .unwrap()
+            .contains("text/markdown, 3 bytes"));
+        let (out, err) = rendered(
+            "get_background_output",
+            json!({"pid": 3, "state": "exited", "exit_code": 2, "stdout": "log\n", "stderr": "",
+                   "next_since": {"stdout": 4, "stderr": 0}, "success": true}),
+        );
+        assert_eq!(out, "log\n");
+        assert_eq!(
+            err,
+            "pid 3: exited with code 2; next since: {\"stdout\": 4, \"stderr\": 0}\n"
+        );
+        let (out, _) = rendered(
+            "stop_background_command",
+            json!({"pid": 3, "state": "exited", "exit_code": -1, "signal": "SIGTERM", "success": true}),
+        );
+        assert_eq!(out, "stopped pid 3 with SIGTERM\n");
     }
 
     #[test]

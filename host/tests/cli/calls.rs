@@ -132,3 +132,118 @@ fn batch_keeps_state_in_one_sandbox_and_survives_malformed_lines() {
     // One failed line: the batch exits 1 but ran everything.
     assert_eq!(out.status, 1, "{out:?}");
 }
+
+/// Python code whose value shows as a PNG and an SVG (no plotting library
+/// needed: the kernel asks `_repr_png_` / `_repr_svg_` as Jupyter does).
+const PICTURES: &str = r#"import base64
+class Chart:
+    def _repr_png_(self):
+        return base64.b64decode("iVBORw0KGgo=")
+    def _repr_svg_(self):
+        return "<svg xmlns='http://www.w3.org/2000/svg'/>"
+Chart()"#;
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("e2b-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn pictures_from_run_code_are_written_to_files_and_their_paths_printed() {
+    let dir = scratch("pictures");
+    let out_dir = dir.join("charts");
+    let args = json!({ "code": PICTURES }).to_string();
+    let out = run(
+        e2b_tools(&[
+            "--rich-results",
+            "--output-dir",
+            out_dir.to_str().unwrap(),
+            "call",
+            "run_code",
+            &args,
+        ]),
+        "",
+    );
+    assert_eq!(out.status, 0, "{out:?}");
+    let png = out_dir.join("result-1.png");
+    let svg = out_dir.join("result-2.svg");
+    assert!(
+        out.stdout
+            .contains(&format!("image/png: {}", png.display()))
+            && out
+                .stdout
+                .contains(&format!("image/svg+xml: {}", svg.display())),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read(&png).unwrap(), b"\x89PNG\r\n\x1a\n");
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+
+    // Without --output-dir: a fresh e2b-output directory under the current
+    // one; batch lines name each file beside the data.
+    let mut batch = e2b_tools(&["--rich-results", "batch"]);
+    batch.current_dir(&dir);
+    let line = json!({"tool": "run_code", "args": {"code": PICTURES}}).to_string();
+    let out = run(batch, &format!("{line}\n"));
+    assert_eq!(out.status, 0, "{out:?}");
+    let result: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let files: Vec<&str> = result["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["file"].as_str())
+        .collect();
+    assert_eq!(
+        files,
+        ["./e2b-output/result-1.png", "./e2b-output/result-2.svg"],
+        "{result}"
+    );
+    assert!(dir.join("e2b-output/result-1.png").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn tools_selects_what_is_listed_and_callable() {
+    let out = run(e2b_tools(&["--tools", "read_file,list_files", "tools"]), "");
+    assert_eq!(out.status, 0, "{out:?}");
+    let names: Vec<String> = out
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["read_file", "list_files"]);
+    let out = run(
+        e2b_tools(&[
+            "--tools",
+            "read_file",
+            "call",
+            "write_file",
+            r#"{"path": "a", "content": "b"}"#,
+        ]),
+        "",
+    );
+    assert_eq!(out.status, 2, "{out:?}");
+    assert!(out.stderr.contains("the tools are: read_file"), "{out:?}");
+    let out = run(e2b_tools(&["--tools", "read_file,nope", "tools"]), "");
+    assert_ne!(out.status, 0);
+    assert!(out.stderr.contains("unknown tool 'nope'"), "{out:?}");
+    // The background tools, through the human rendering.
+    let lines = [
+        json!({"tool": "start_background_command", "args": {"command": "echo ready; sleep 300"}}),
+        json!({"tool": "get_background_output", "args": {"pid": 3}}),
+        json!({"tool": "stop_background_command", "args": {"pid": 3}}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let out = run(e2b_tools(&["--tools", "all", "batch"]), &input);
+    assert_eq!(out.status, 0, "{out:?}");
+    let results: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(results[1]["stdout"], "ready\n", "{out:?}");
+    assert_eq!(results[2]["signal"], "SIGTERM", "{out:?}");
+}
