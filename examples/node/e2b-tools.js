@@ -1,6 +1,8 @@
 // Loads the E2B tools component (transpiled by jco into ./generated) and
 // wraps its exports for a Node agent: the catalog as function-calling tools,
-// JSON dispatch for the model's tool calls, and the typed functions.
+// JSON dispatch for the model's tool calls, and the typed functions (e2b-adk's
+// six, and the two opt-in background-process tools enabled by
+// `configure({ tools: ['all'] })`).
 //
 // jco runs the component's wasi:http synchronously: every tool call blocks
 // Node's event loop until E2B (or the local server) answers. The server must
@@ -69,15 +71,22 @@ export class E2BTools {
   /**
    * Sets the instance's options (`lifecycle.configure`). Every field of the
    * WIT `config` record is optional; lists default to empty here because
-   * jco needs them present.
+   * jco needs them present, options to `undefined` (none).
+   *
+   * `tools` names the tools offered (listed, described, callable): an array
+   * such as `['all']` or `['default', 'stop_background_command']` (a single
+   * string is one name). `default` is e2b-adk's six; `all` adds
+   * `get_background_output` and `stop_background_command`. Unset:
+   * `E2B_TOOLS_ENABLED`, then the default six.
    */
-  configure(options = {}) {
+  configure({ tools, ...options } = {}) {
     typed(() =>
       this.#exports.lifecycle.configure({
         metadata: [],
         envs: [],
         volumeMounts: [],
         ...options,
+        tools: typeof tools === 'string' ? [tools] : tools == null ? undefined : [...tools],
       }),
     );
   }
@@ -143,6 +152,38 @@ export class E2BTools {
     return typed(() =>
       this.#exports.tools.startBackgroundCommand({ command, port, cwd, envs, timeoutSeconds }),
     );
+  }
+
+  /**
+   * Typed `get-background-output`: what a process started by
+   * `startBackgroundCommand` printed, from `since` (`{stdout, stderr}` byte
+   * offsets, numbers or BigInts, e.g. the previous answer's `nextSince`;
+   * undefined: from the start), and whether it runs:
+   * `{pid, state: 'running'|'exited', exitCode, stdout, stderr, nextSince}`
+   * (`nextSince`'s offsets are BigInts, as jco maps `u64`). Only when enabled
+   * by `configure({ tools })`, else a `ToolError` `invalid-argument`.
+   */
+  getBackgroundOutput(pid, since) {
+    const offsets =
+      since == null
+        ? undefined
+        : { stdout: BigInt(since.stdout ?? 0), stderr: BigInt(since.stderr ?? 0) };
+    return typed(() => this.#exports.tools.getBackgroundOutput(pid, offsets));
+  }
+
+  /**
+   * Typed `stop-background-command`: stops a process started by
+   * `startBackgroundCommand` and its children with `signal` (`'sigterm'`,
+   * the default, `'sigint'`, `'sighup'`, `'sigquit'`, `'sigkill'`; `'SIGTERM'`
+   * and `'term'` are accepted too), then SIGKILL after 5 seconds:
+   * `{pid, exitCode, signal}`, `signal` being the one that ended it
+   * (undefined if it had exited already). Only when enabled by
+   * `configure({ tools })`.
+   */
+  stopBackgroundCommand(pid, signal) {
+    let name = signal == null ? undefined : String(signal).trim().toLowerCase();
+    if (name !== undefined && !name.startsWith('sig')) name = `sig${name}`;
+    return typed(() => this.#exports.tools.stopBackgroundCommand(pid, name));
   }
 
   /** The ID of the instance's sandbox, if one is open. */

@@ -1,6 +1,7 @@
-// A tour of the E2B tools component from Node: configure it, hand its
-// catalog to a model as function tools, run the six tools the way a model's
-// tool calls would, make one typed call, and shut the sandbox down.
+// A tour of the E2B tools component from Node: configure it (with all eight
+// tools), hand its catalog to a model as function tools, run the tools the
+// way a model's tool calls would, make one typed call, stop a background
+// process with stop_background_command, and shut the sandbox down.
 //
 // Needs E2B_API_KEY (real E2B) or the three lines printed by
 // `e2b-tools local serve` (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY).
@@ -16,7 +17,13 @@ if (!env.E2B_API_KEY) {
 }
 
 const e2b = await loadE2BTools({ env });
-e2b.configure({ timeoutSeconds: 120, metadata: [{ key: 'example', value: 'node' }] });
+// tools: ['all'] adds get_background_output and stop_background_command to
+// e2b-adk's six (left out, the catalog has the six).
+e2b.configure({
+  timeoutSeconds: 120,
+  metadata: [{ key: 'example', value: 'node' }],
+  tools: ['all'],
+});
 
 // 1. What a chat-completions request would carry as `tools`.
 const functionTools = e2b.functionTools();
@@ -52,6 +59,16 @@ try {
   console.log('\n## A typed call');
   const output = e2b.runCommand({ command: 'ls -1 notes', cwd: '/home/user' });
   console.log(`runCommand -> exit ${output.exitCode}, stdout ${JSON.stringify(output.stdout)}`);
+
+  // 4. Stop a background process (and whatever it started): SIGTERM, then
+  // SIGKILL if it is still there after 5 seconds.
+  console.log('\n## stop_background_command');
+  const started = e2b.callTool('start_background_command', { command: 'sleep 300' });
+  console.log(`start_background_command sleep 300 -> pid ${started.pid}`);
+  const stopped = e2b.callTool('stop_background_command', { pid: started.pid });
+  console.log(`stop_background_command -> ${JSON.stringify(stopped)}`);
+  const ps = e2b.runCommand({ command: `ps -o pid=,args= -p ${started.pid}` });
+  console.log(`ps -p ${started.pid} -> exit ${ps.exitCode} (${ps.stdout ? 'still there' : 'gone'})`);
   console.log(`sandbox: ${e2b.sandboxId()}`);
 } finally {
   console.log(`\nshutdown -> ${e2b.shutdown()}`);

@@ -1,6 +1,7 @@
 """Loads the E2B tools component with wasmtime-py and wraps its exports for a
 Python agent: the catalog as function-calling tools, JSON dispatch for the
-model's tool calls, and the typed functions.
+model's tool calls, and the typed functions (e2b-adk's six, and the two
+opt-in background-process tools enabled by ``configure(tools=["all"])``).
 
 The component needs from its host only ``wasi:http`` (its requests to E2B),
 clocks (the keep-alive heartbeat) and the ``E2B_*`` environment variables;
@@ -172,7 +173,17 @@ class E2BTools:
     def configure(self, **options: Any) -> None:
         """Sets the instance's options (``lifecycle.configure``), as snake_case
         keywords of the WIT ``config`` record, e.g. ``timeout_seconds=120``,
-        ``metadata={"k": "v"}``. Must come before the first tool call."""
+        ``metadata={"k": "v"}``. Must come before the first tool call.
+
+        ``tools`` names the tools offered (listed, described, callable):
+        a list such as ``["all"]`` or ``["default", "get_background_output"]``
+        (a single string is one name). ``"default"`` is e2b-adk's six,
+        ``"all"`` adds ``get_background_output`` and
+        ``stop_background_command``. Unset: ``E2B_TOOLS_ENABLED``, then
+        the default six."""
+        tools = options.get("tools")
+        if tools is not None:
+            options["tools"] = [tools] if isinstance(tools, str) else list(tools)
         self._call_result("lifecycle", "configure", self._args("lifecycle", "configure", **options))
 
     def sandbox_id(self) -> str | None:
@@ -282,6 +293,39 @@ class E2BTools:
             timeout_seconds=timeout_seconds,
         )
         return _fields(self._call_result("tools", "start-background-command", args))
+
+    def get_background_output(
+        self,
+        pid: int,
+        since: Mapping[str, int] | None = None,
+    ) -> dict[str, Any]:
+        """Typed ``get-background-output``: what a process started by
+        :meth:`start_background_command` printed, from ``since`` (a
+        ``{"stdout": n, "stderr": m}`` dict, e.g. the previous answer's
+        ``next-since``; None: from the start), and whether it runs:
+        ``{pid, state, exit-code, stdout, stderr, next-since}``, ``state``
+        being ``"running"`` or ``"exited"``. Only when enabled by
+        ``configure(tools=...)`` (else ``ToolError`` ``invalid-argument``)."""
+        offsets = None
+        if since is not None:
+            offsets = Record()
+            offsets.stdout = int(since.get("stdout", 0))
+            offsets.stderr = int(since.get("stderr", 0))
+        return _fields(self._call_result("tools", "get-background-output", pid, offsets))
+
+    def stop_background_command(self, pid: int, signal: str | None = None) -> dict[str, Any]:
+        """Typed ``stop-background-command``: stops a process started by
+        :meth:`start_background_command` and its children with ``signal``
+        (``"sigterm"``, the default, ``"sigint"``, ``"sighup"``, ``"sigquit"``,
+        ``"sigkill"``; ``"SIGTERM"`` and ``"term"`` are accepted too), then
+        SIGKILL after 5 seconds: ``{pid, exit-code, signal}``, ``signal``
+        being the one that ended it (None if it had exited already). Only
+        when enabled by ``configure(tools=...)``."""
+        if signal is not None:
+            signal = signal.strip().lower()
+            if not signal.startswith("sig"):
+                signal = "sig" + signal
+        return _fields(self._call_result("tools", "stop-background-command", pid, signal))
 
 
 def default_wasm_path() -> Path:

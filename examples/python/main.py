@@ -1,6 +1,7 @@
-"""A tour of the E2B tools component from Python: configure it, hand its
-catalog to a model as function tools, run the six tools the way a model's
-tool calls would, make one typed call, and shut the sandbox down.
+"""A tour of the E2B tools component from Python: configure it (with all
+eight tools), hand its catalog to a model as function tools, run the tools
+the way a model's tool calls would, make one typed call, follow a background
+process's output with get_background_output, and shut the sandbox down.
 
 Needs E2B_API_KEY (real E2B) or the three variables printed by
 ``e2b-tools local serve`` (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY).
@@ -8,6 +9,7 @@ Needs E2B_API_KEY (real E2B) or the three variables printed by
 
 import json
 import sys
+import time
 
 import e2b_tools
 
@@ -23,7 +25,9 @@ def main() -> int:
         return 2
 
     e2b = e2b_tools.load(env=env)
-    e2b.configure(timeout_seconds=120, metadata={"example": "python"})
+    # tools=["all"]: e2b-adk's six plus get_background_output and
+    # stop_background_command (left out, the catalog has the six).
+    e2b.configure(timeout_seconds=120, metadata={"example": "python"}, tools=["all"])
 
     # 1. What a chat-completions request would carry as `tools`.
     function_tools = e2b.function_tools()
@@ -59,6 +63,22 @@ def main() -> int:
             e2b.read_file("notes/missing.txt")
         except e2b_tools.ToolError as err:
             print(f"read_file -> ToolError({err.kind}): {err}")
+
+        # 4. A background process's output, read while it runs: the first
+        # read from the start, the next from where the first stopped.
+        print("\n## get_background_output")
+        started = e2b.call_tool(
+            "start_background_command",
+            {"command": "for i in 1 2 3 4; do echo tick $i; sleep 1; done"},
+        )
+        pid = started["pid"]
+        first = e2b.call_tool("get_background_output", {"pid": pid})
+        print(f"from the start -> {json.dumps(first)}")
+        time.sleep(2.5)
+        later = e2b.call_tool("get_background_output", {"pid": pid, "since": first["next_since"]})
+        print(f"since {json.dumps(first['next_since'])} -> {json.dumps(later)}")
+        typed = e2b.get_background_output(pid, since=later["next_since"])
+        print(f"typed, since the last read -> {typed}")
         print(f"sandbox: {e2b.sandbox_id()}")
     finally:
         print(f"\nshutdown -> {e2b.shutdown()}")

@@ -25,6 +25,8 @@ TOOL_NAMES = [
     "list_files",
     "start_background_command",
 ]
+#: Opt-in tools, enabled by ``configure(tools=["all"])``.
+BACKGROUND_CONTROL_NAMES = ["get_background_output", "stop_background_command"]
 PARITY_CALLS = Path(__file__).resolve().parent.parent / "parity-calls.jsonl"
 
 _component = None
@@ -54,8 +56,19 @@ def normalise(value):
     return value
 
 
+def poll(read, done, seconds=15.0):
+    """Calls ``read()`` until ``done(answer)`` or ``seconds`` pass; returns
+    the last answer."""
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = read()
+        if done(answer) or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
 class CatalogTest(unittest.TestCase):
-    def test_the_six_tools_as_openai_function_tools(self):
+    def test_by_default_exactly_e2b_adks_six_tools_as_openai_function_tools(self):
         e2b = new_instance()
         tools = e2b.function_tools()
         self.assertEqual([tool["function"]["name"] for tool in tools], TOOL_NAMES)
@@ -68,6 +81,125 @@ class CatalogTest(unittest.TestCase):
         # No tool call was made: no sandbox exists, shutdown has nothing to kill.
         self.assertIsNone(e2b.sandbox_id())
         self.assertFalse(e2b.shutdown())
+
+    def test_the_background_control_tools_are_opt_in(self):
+        e2b = new_instance()
+        # Not enabled: refused as unknown, before any sandbox is created.
+        refused = e2b.call_tool("get_background_output", {"pid": 3})
+        self.assertFalse(refused["success"])
+        self.assertTrue(refused["error"].startswith("Unknown tool: get_background_output."), refused)
+        with self.assertRaises(e2b_tools.ToolError) as caught:
+            e2b.get_background_output(3)
+        self.assertEqual(caught.exception.kind, "invalid-argument")
+        self.assertIsNone(e2b.sandbox_id())
+
+        e2b = new_instance()
+        e2b.configure(tools=["all"])
+        names = [tool["function"]["name"] for tool in e2b.function_tools()]
+        self.assertEqual(names, TOOL_NAMES + BACKGROUND_CONTROL_NAMES)
+
+        e2b = new_instance()
+        e2b.configure(tools=["default", "get_background_output"])
+        names = [tool["function"]["name"] for tool in e2b.function_tools()]
+        self.assertEqual(names, TOOL_NAMES + ["get_background_output"])
+
+        with self.assertRaises(e2b_tools.ToolError) as caught:
+            new_instance().configure(tools=["no_such_tool"])
+        self.assertEqual(caught.exception.kind, "invalid-argument")
+
+
+class BackgroundOutputTest(unittest.TestCase):
+    """get_background_output, enabled with tools=["all"]: a background
+    process's output read while it runs, then only what is new."""
+
+    # Prints a line to each stream, waits for the file `go`, prints another.
+    COMMAND = "echo first; echo oops >&2; while [ ! -e {go} ]; do sleep 0.1; done; echo second"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.e2b = new_instance()
+        cls.e2b.configure(tools=["all"], timeout_seconds=120)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.e2b.shutdown()
+
+    def test_through_call_tool_reads_output_then_only_the_new_output(self):
+        e2b = self.e2b
+        started = e2b.call_tool("start_background_command", {"command": self.COMMAND.format(go="go-json")})
+        self.assertTrue(started["success"], started)
+        pid = started["pid"]
+
+        def read(since=None):
+            args = {"pid": pid} if since is None else {"pid": pid, "since": since}
+            return e2b.call_tool("get_background_output", args)
+
+        first = poll(read, lambda out: out.get("stdout") == "first\n" and out.get("stderr") == "oops\n")
+        self.assertEqual(
+            first,
+            {
+                "pid": pid,
+                "state": "running",
+                "exit_code": None,
+                "stdout": "first\n",
+                "stderr": "oops\n",
+                "next_since": {"stdout": 6, "stderr": 5},
+                "success": True,
+            },
+        )
+        # Nothing new yet.
+        idle = read(first["next_since"])
+        self.assertEqual((idle["state"], idle["stdout"], idle["stderr"]), ("running", "", ""), idle)
+        self.assertEqual(idle["next_since"], first["next_since"])
+
+        self.assertEqual(e2b.call_tool("run_command", {"command": "touch go-json"})["exit_code"], 0)
+        done = poll(lambda: read(first["next_since"]), lambda out: out.get("state") == "exited")
+        self.assertEqual(
+            done,
+            {
+                "pid": pid,
+                "state": "exited",
+                "exit_code": 0,
+                "stdout": "second\n",
+                "stderr": "",
+                "next_since": {"stdout": 13, "stderr": 5},
+                "success": True,
+            },
+        )
+        # From the start again: all of it.
+        self.assertEqual(read()["stdout"], "first\nsecond\n")
+
+    def test_typed_with_since_from_next_since(self):
+        e2b = self.e2b
+        pid = e2b.start_background_command(self.COMMAND.format(go="go-typed"))["pid"]
+        first = poll(lambda: e2b.get_background_output(pid), lambda out: out["stdout"] == "first\n")
+        self.assertEqual(
+            first,
+            {
+                "pid": pid,
+                "state": "running",
+                "exit-code": None,
+                "stdout": "first\n",
+                "stderr": "oops\n",
+                "next-since": {"stdout": 6, "stderr": 5},
+            },
+        )
+        e2b.run_command("touch go-typed")
+        done = poll(
+            lambda: e2b.get_background_output(pid, since=first["next-since"]),
+            lambda out: out["state"] == "exited",
+        )
+        self.assertEqual(
+            (done["state"], done["exit-code"], done["stdout"], done["stderr"], done["next-since"]),
+            ("exited", 0, "second\n", "", {"stdout": 13, "stderr": 5}),
+        )
+        # An offset past the end reads nothing.
+        self.assertEqual(e2b.get_background_output(pid, since={"stdout": 13, "stderr": 5})["stdout"], "")
+
+    def test_a_pid_not_started_here_is_not_found(self):
+        with self.assertRaises(e2b_tools.ToolError) as caught:
+            self.e2b.get_background_output(999_999)
+        self.assertEqual(caught.exception.kind, "not-found")
 
 
 class CallToolTest(unittest.TestCase):

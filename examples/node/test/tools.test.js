@@ -19,6 +19,9 @@ const TOOL_NAMES = [
   'start_background_command',
 ];
 
+/** Opt-in tools, enabled by `configure({ tools: ['all'] })`. */
+const BACKGROUND_CONTROL_NAMES = ['get_background_output', 'stop_background_command'];
+
 if (!e2bEnv().E2B_API_KEY) {
   throw new Error('set E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY (see examples/run-tests)');
 }
@@ -38,7 +41,7 @@ function normalise(value) {
 }
 
 describe('catalog', () => {
-  it('gives the six tools as OpenAI function tools', async () => {
+  it("gives by default exactly e2b-adk's six tools as OpenAI function tools", async () => {
     const e2b = await loadE2BTools();
     const tools = e2b.functionTools();
     assert.deepEqual(
@@ -55,6 +58,103 @@ describe('catalog', () => {
     // No tool call was made: no sandbox exists, shutdown has nothing to kill.
     assert.equal(e2b.sandboxId(), undefined);
     assert.equal(e2b.shutdown(), false);
+  });
+
+  it('offers the background control tools only when enabled', async () => {
+    const plain = await loadE2BTools();
+    // Not enabled: refused as unknown, before any sandbox is created.
+    const refused = plain.callTool('stop_background_command', { pid: 3 });
+    assert.equal(refused.success, false);
+    assert.ok(refused.error.startsWith('Unknown tool: stop_background_command.'), refused.error);
+    assert.throws(
+      () => plain.stopBackgroundCommand(3),
+      (err) => err instanceof ToolError && err.kind === 'invalid-argument',
+    );
+    assert.equal(plain.sandboxId(), undefined);
+
+    const all = await loadE2BTools();
+    all.configure({ tools: ['all'] });
+    assert.deepEqual(
+      all.functionTools().map((tool) => tool.function.name),
+      [...TOOL_NAMES, ...BACKGROUND_CONTROL_NAMES],
+    );
+
+    const one = await loadE2BTools();
+    one.configure({ tools: ['default', 'stop_background_command'] });
+    assert.deepEqual(
+      one.functionTools().map((tool) => tool.function.name),
+      [...TOOL_NAMES, 'stop_background_command'],
+    );
+
+    const wrong = await loadE2BTools();
+    assert.throws(
+      () => wrong.configure({ tools: ['no_such_tool'] }),
+      (err) => err instanceof ToolError && err.kind === 'invalid-argument',
+    );
+  });
+});
+
+describe('stop_background_command (tools: all)', () => {
+  let e2b;
+  before(async () => {
+    e2b = await loadE2BTools();
+    e2b.configure({ tools: ['all'], timeoutSeconds: 120 });
+  });
+  after(() => {
+    e2b.shutdown();
+  });
+
+  /** `ps` on one pid: its line, or '' (exit code 1) when there is none. */
+  const ps = (pid) => e2b.callTool('run_command', { command: `ps -o pid=,stat=,args= -p ${pid}` });
+
+  it('stops `sleep 300` with SIGTERM, and ps no longer shows it', () => {
+    const started = e2b.callTool('start_background_command', { command: 'sleep 300' });
+    assert.equal(started.success, true, JSON.stringify(started));
+    const { pid } = started;
+    assert.match(ps(pid).stdout, /sleep 300/);
+
+    const stopped = e2b.callTool('stop_background_command', { pid });
+    assert.deepEqual(stopped, {
+      pid,
+      state: 'exited',
+      exit_code: -1,
+      signal: 'SIGTERM',
+      success: true,
+    });
+    const gone = ps(pid);
+    assert.deepEqual([gone.stdout, gone.exit_code], ['', 1], JSON.stringify(gone));
+    const all = e2b.callTool('run_command', { command: 'ps -eo args=' });
+    assert.doesNotMatch(all.stdout, /sleep 300/);
+
+    // Stopping it again reports it as it ended: no signal sent.
+    const again = e2b.callTool('stop_background_command', { pid });
+    assert.equal(again.state, 'exited', JSON.stringify(again));
+    assert.equal(again.signal, null, JSON.stringify(again));
+  });
+
+  it('typed: the default signal is SIGTERM, another can be chosen', () => {
+    const first = e2b.startBackgroundCommand({ command: 'sleep 300' });
+    assert.deepEqual(e2b.stopBackgroundCommand(first.pid), {
+      pid: first.pid,
+      exitCode: -1,
+      signal: 'sigterm',
+    });
+    const second = e2b.startBackgroundCommand({ command: 'sleep 300' });
+    assert.deepEqual(e2b.stopBackgroundCommand(second.pid, 'SIGINT'), {
+      pid: second.pid,
+      exitCode: -1,
+      signal: 'sigint',
+    });
+    for (const { pid } of [first, second]) {
+      assert.equal(ps(pid).stdout, '', `pid ${pid} is gone`);
+    }
+  });
+
+  it('a pid not started here is not found', () => {
+    assert.throws(
+      () => e2b.stopBackgroundCommand(999999),
+      (err) => err instanceof ToolError && err.kind === 'not-found',
+    );
   });
 });
 

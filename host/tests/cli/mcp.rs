@@ -8,7 +8,7 @@ use std::process::Command;
 use crate::binary::run;
 
 #[test]
-fn the_official_python_client_lists_six_tools_and_runs_code() {
+fn the_official_python_client_lists_the_enabled_tools_and_calls_them() {
     let python = std::env::var("E2B_TOOLS_PYTHON").expect(
         "set E2B_TOOLS_PYTHON to a Python with the `mcp` and `jsonschema` packages \
          (`scripts/bootstrap --test` makes target/pyenv)",

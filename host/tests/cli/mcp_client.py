@@ -19,6 +19,7 @@ except ImportError as err:
 import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 # A 1x1 PNG.
 PNG = (
@@ -76,7 +77,46 @@ async def main(binary: str) -> None:
             # A tool failure is an error result, not a protocol error.
             result = await session.call_tool("read_file", {"path": "/home/user/missing"})
             assert result.is_error, result
+            # The opt-in tools are not offered by default: calling one is
+            # the protocol error the spec names for an unknown tool.
+            try:
+                await session.call_tool("get_background_output", {"pid": 1})
+            except MCPError as err:
+                assert err.error.code == -32602, err
+            else:
+                raise AssertionError("get_background_output answered without --tools")
+    await background_tools(binary)
     print("OK")
+
+
+async def background_tools(binary: str) -> None:
+    """With --tools all: eight tools, and a background process read and stopped."""
+    params = StdioServerParameters(command=binary, args=["--tools", "all", "mcp"])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            names = {tool.name for tool in listed.tools}
+            assert names == EXPECTED | {"get_background_output", "stop_background_command"}, names
+            for tool in listed.tools:
+                Draft202012Validator.check_schema(tool.input_schema)
+
+            async def call(tool, args):
+                result = await session.call_tool(tool, args)
+                payload = json.loads(result.content[0].text)
+                assert payload["success"] is True and not result.is_error, payload
+                return payload
+
+            started = await call("start_background_command", {"command": "echo up; sleep 300"})
+            pid = started["pid"]
+            for _ in range(50):
+                output = await call("get_background_output", {"pid": pid})
+                if output["stdout"]:
+                    break
+                await anyio.sleep(0.1)
+            assert output["stdout"] == "up\n" and output["state"] == "running", output
+            stopped = await call("stop_background_command", {"pid": pid})
+            assert stopped["signal"] == "SIGTERM", stopped
 
 
 if __name__ == "__main__":
