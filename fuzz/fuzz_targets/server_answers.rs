@@ -7,6 +7,8 @@ use e2b_tools::api::{
     parse_kill, parse_pause, parse_pauses_on_timeout, parse_sandbox, parse_set_timeout,
     parse_time_left,
 };
+use e2b_tools::args::Offsets;
+use e2b_tools::background::{parse_output, parse_stop};
 use e2b_tools::envd::parse_list_dir;
 use e2b_tools::errors::{
     body_message, from_api_status, from_connect_http, from_envd_http, from_interpreter_http,
@@ -42,6 +44,15 @@ fuzz_target!(|data: &[u8]| {
 
     let text = String::from_utf8_lossy(body);
     let _ = split_url(&text);
+    // A sandbox's answer to the background process queries.
+    let since = Offsets {
+        stdout: u64::from(data[0]),
+        stderr: u64::from(data[1]),
+    };
+    if let Ok(out) = parse_output(7, &text, since, usize::from(status), &Secrets::default()) {
+        assert!(out.next_since.stdout >= since.stdout && out.next_since.stderr >= since.stderr);
+    }
+    let _ = parse_stop(7, &text);
     let _ = parse_retry_after(&text);
     let _ = parse_should_retry(&text);
     // Secrets are taken from the text itself, so they do occur in it.

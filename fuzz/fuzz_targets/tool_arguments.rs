@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(rest);
     // Mostly real tool names (to reach the validation), sometimes a name
     // taken from the input itself.
-    let (name, args) = match TOOL_NAMES.get(usize::from(pick % 8)) {
+    let (name, args) = match TOOL_NAMES.get(usize::from(pick % 10)) {
         Some(name) => (name.to_string(), text.to_string()),
         None => match text.split_once('\u{0}') {
             Some((n, a)) => (n.to_string(), a.to_string()),
