@@ -12,52 +12,123 @@ use crate::config::Settings;
 pub struct ToolSpec {
     /// Name.
     pub name: &'static str,
+    /// A short human title.
+    pub title: &'static str,
     /// Description, e2b-adk's text where it is true of this component.
     pub description: &'static str,
     /// JSON Schema of the arguments object.
     pub parameters_schema: &'static str,
+    /// JSON Schema of the result object (both its shapes).
+    pub result_schema: &'static str,
+    /// What calling it does to the sandbox and the world.
+    pub hints: Hints,
 }
+
+/// Behaviour hints, as MCP's tool annotations carry them. Every tool acts
+/// in the sandbox (creating it on first use); "read-only" means it changes
+/// nothing there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hints {
+    /// It changes nothing in the sandbox.
+    pub read_only: bool,
+    /// It may overwrite or delete (only meaningful when not read-only).
+    pub destructive: bool,
+    /// Repeating it with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// It may reach beyond the sandbox (the internet, from code it runs).
+    pub open_world: bool,
+}
+
+/// Runs arbitrary code: anything may happen, inside and out.
+const RUNS_CODE: Hints = Hints {
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    open_world: true,
+};
+
+/// Only looks.
+const READS: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
 
 /// Every tool: e2b-adk's six in its order, then the opt-in ones, in
 /// [`ToolName::ALL`]'s order.
 pub const TOOLS: [ToolSpec; 8] = [
     ToolSpec {
         name: "run_code",
+        title: "Run code",
+        hints: RUNS_CODE,
+        result_schema: include_str!("schemas/results/run_code.json"),
         description: "Execute a code snippet inside an isolated E2B sandbox and return its stdout, stderr, the last expression's value, and any runtime error. Use this to actually run and verify code rather than only reasoning about it. Defaults to Python.",
         parameters_schema: include_str!("schemas/run_code.json"),
     },
     ToolSpec {
         name: "run_command",
+        title: "Run a shell command",
+        hints: RUNS_CODE,
+        result_schema: include_str!("schemas/results/run_command.json"),
         description: "Run a shell command inside an isolated E2B sandbox and return its stdout, stderr, and exit code. Use this for shell tasks such as installing packages or inspecting the filesystem. cwd and env vars do not persist between calls.",
         parameters_schema: include_str!("schemas/run_command.json"),
     },
     ToolSpec {
         name: "write_file",
+        title: "Write a file",
+        hints: Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        },
+        result_schema: include_str!("schemas/results/write_file.json"),
         description: "Write a text file into an isolated E2B sandbox at the given path, creating or overwriting it. Use this to place source files, configs, or data into the sandbox before running them.",
         parameters_schema: include_str!("schemas/write_file.json"),
     },
     ToolSpec {
         name: "read_file",
+        title: "Read a file",
+        hints: READS,
+        result_schema: include_str!("schemas/results/read_file.json"),
         description: "Read a text file from an isolated E2B sandbox at the given path and return its content. Use this to inspect files the sandbox produced or that you wrote earlier.",
         parameters_schema: include_str!("schemas/read_file.json"),
     },
     ToolSpec {
         name: "list_files",
+        title: "List files",
+        hints: READS,
+        result_schema: include_str!("schemas/results/list_files.json"),
         description: "List the entries of a directory in an isolated E2B sandbox. Returns each child's name and type (file or dir). Defaults to the current directory. Use this to explore the sandbox filesystem.",
         parameters_schema: include_str!("schemas/list_files.json"),
     },
     ToolSpec {
         name: "start_background_command",
+        title: "Start a background command",
+        hints: RUNS_CODE,
+        result_schema: include_str!("schemas/results/start_background_command.json"),
         description: "Start a long-running command (such as a web/dev server) inside an isolated E2B sandbox and return immediately with its process id. Provide a port to also get a preview URL for the exposed service; the call then waits (up to 10 seconds by default) until the port accepts connections and says whether the service is ready, not listening yet, or exited (with its output so far). Without a port it watches for a second for an early exit.",
         parameters_schema: include_str!("schemas/start_background_command.json"),
     },
     ToolSpec {
         name: "get_background_output",
+        title: "Read a background command's output",
+        hints: READS,
+        result_schema: include_str!("schemas/results/get_background_output.json"),
         description: "Read what a process started with start_background_command has printed (stdout and stderr, each truncated like every output) and whether it is still running or has exited (with its exit_code). Pass the previous answer's next_since as since to get only the new output. Use this to check a server's log or a long job's progress.",
         parameters_schema: include_str!("schemas/get_background_output.json"),
     },
     ToolSpec {
         name: "stop_background_command",
+        title: "Stop a background command",
+        hints: Hints {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+        },
+        result_schema: include_str!("schemas/results/stop_background_command.json"),
         description: "Stop a process started with start_background_command, and the processes it started: sends SIGTERM (or the given signal), then SIGKILL to whatever is left after 5 seconds, and returns its exit state. Its output stays readable with get_background_output.",
         parameters_schema: include_str!("schemas/stop_background_command.json"),
     },
@@ -229,6 +300,137 @@ mod tests {
         assert!(text.contains("/home/user"));
         assert!(text.contains("code-interpreter-v1"));
         assert!(text.contains("10000 bytes"));
+    }
+
+    /// Every shape a result dict takes matches its tool's result schema,
+    /// and the schema is strict enough to refuse a dict of another tool.
+    #[test]
+    fn every_result_dict_matches_its_result_schema() {
+        use crate::args::{Encoding, Offsets, StopSignal};
+        use crate::background::{ProcessOutput, ProcessState, StoppedProcess};
+        use crate::envd::{EntryKind, ListedEntry};
+        use crate::interpreter::{Execution, RichResult};
+        use crate::results::*;
+        let listed = |with_paths, omitted| ToolOutput::Listed {
+            path: ".".into(),
+            entries: vec![ListedEntry {
+                name: "a".into(),
+                path: "/home/user/a".into(),
+                kind: EntryKind::Dir,
+            }],
+            with_paths,
+            omitted,
+        };
+        let background = |readiness, exit_code| {
+            ToolOutput::Background(BackgroundOutput {
+                command: "serve".into(),
+                pid: 3,
+                preview_url: Some("https://8000-sbx.e2b.app".into()),
+                readiness,
+                exit_code,
+                stdout: "o".into(),
+                stderr: "e".into(),
+            })
+        };
+        let outputs = [
+            (
+                "run_code",
+                ToolOutput::Code(Execution {
+                    stdout: "1".into(),
+                    stderr: String::new(),
+                    text: "2".into(),
+                    error: String::new(),
+                    rich: vec![RichResult {
+                        mime_type: "image/png".into(),
+                        data: "AA==".into(),
+                        is_main_result: true,
+                    }],
+                }),
+            ),
+            (
+                "run_command",
+                ToolOutput::Command(CommandOutput {
+                    command: "ls".into(),
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    exit_code: 2,
+                }),
+            ),
+            ("write_file", ToolOutput::Written { path: "a".into() }),
+            (
+                "read_file",
+                ToolOutput::Read {
+                    path: "a".into(),
+                    content: "AA==".into(),
+                    encoding: Encoding::Base64,
+                    invalid_utf8: false,
+                },
+            ),
+            (
+                "read_file",
+                ToolOutput::Read {
+                    path: "a".into(),
+                    content: "\u{FFFD}".into(),
+                    encoding: Encoding::Utf8,
+                    invalid_utf8: true,
+                },
+            ),
+            ("list_files", listed(false, 0)),
+            ("list_files", listed(true, 5)),
+            ("start_background_command", background(None, None)),
+            (
+                "start_background_command",
+                background(Some(Readiness::Ready), None),
+            ),
+            (
+                "start_background_command",
+                background(Some(Readiness::Exited), Some(1)),
+            ),
+            (
+                "get_background_output",
+                ToolOutput::ProcessOutput(ProcessOutput {
+                    pid: 3,
+                    state: ProcessState::Exited,
+                    exit_code: None,
+                    stdout: "x".into(),
+                    stderr: String::new(),
+                    next_since: Offsets {
+                        stdout: 1,
+                        stderr: 0,
+                    },
+                }),
+            ),
+            (
+                "stop_background_command",
+                ToolOutput::Stopped(StoppedProcess {
+                    pid: 3,
+                    exit_code: Some(-1),
+                    signal: Some(StopSignal::Kill),
+                }),
+            ),
+        ];
+        let validator = |tool: &str| {
+            let spec = TOOLS.iter().find(|t| t.name == tool).unwrap();
+            let schema: serde_json::Value = serde_json::from_str(spec.result_schema).unwrap();
+            jsonschema::validator_for(&schema).unwrap()
+        };
+        for (tool, output) in &outputs {
+            for rich in [false, true] {
+                let dict: serde_json::Value =
+                    serde_json::from_str(&success_json(output, rich)).unwrap();
+                let v = validator(tool);
+                assert!(v.is_valid(&dict), "{tool}: {dict} {:?}", v.validate(&dict));
+            }
+        }
+        let failure = crate::errors::ToolError::invalid("no").with_path("a");
+        let dict: serde_json::Value = serde_json::from_str(&failure_json(&failure)).unwrap();
+        for spec in TOOLS {
+            assert!(validator(spec.name).is_valid(&dict), "{}", spec.name);
+        }
+        // A run_command dict is not a get_background_output one.
+        let dict: serde_json::Value =
+            serde_json::from_str(&success_json(&outputs[1].1, false)).unwrap();
+        assert!(!validator("get_background_output").is_valid(&dict));
     }
 
     /// The schemas models see and the parser that checks their calls agree

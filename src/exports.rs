@@ -341,8 +341,16 @@ impl wit_catalog::Guest for Component {
         catalog::enabled(session::wasi().snapshot().settings.tools)
             .map(|t| wit_catalog::ToolSpec {
                 name: t.name.into(),
+                title: t.title.into(),
                 description: t.description.into(),
                 parameters_schema: t.parameters_schema.into(),
+                result_schema: t.result_schema.into(),
+                hints: wit_catalog::ToolHints {
+                    read_only: t.hints.read_only,
+                    destructive: t.hints.destructive,
+                    idempotent: t.hints.idempotent,
+                    open_world: t.hints.open_world,
+                },
             })
             .collect()
     }

@@ -1,10 +1,12 @@
 //! The tools as an MCP server (rmcp), one [`Session`] per connection.
 //!
 //! The catalog comes from the component (`catalog.list-tools`): names,
-//! descriptions and JSON Schemas are served as they are, and calls go
-//! through `catalog.call-tool`, so the MCP tools behave exactly as the
-//! JSON tools a model gets elsewhere. A result becomes a text block holding
-//! the result object as JSON; images produced by `run_code` with rich
+//! titles, descriptions, input and output JSON Schemas and behaviour hints
+//! (MCP tool annotations) are served as they are, and calls go through
+//! `catalog.call-tool`, so the MCP tools behave exactly as the JSON tools a
+//! model gets elsewhere. A result is the result object twice, as MCP asks:
+//! `structuredContent` (matching the tool's `outputSchema`) and a text
+//! block holding it as JSON; images produced by `run_code` with rich
 //! results become MCP image blocks. `success: false` sets `isError`.
 //!
 //! ```no_run
@@ -20,7 +22,7 @@ use crate::session::{Session, SessionError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -66,7 +68,23 @@ impl McpServer {
                     tool: spec.name.clone(),
                     reason: err.to_string(),
                 })?;
-            tools.push(Tool::new(spec.name, spec.description, schema));
+            let output: Map<String, Value> =
+                serde_json::from_str(&spec.result_schema).map_err(|err| McpError::BadSchema {
+                    tool: spec.name.clone(),
+                    reason: err.to_string(),
+                })?;
+            let hints = &spec.hints;
+            let annotations = ToolAnnotations::with_title(spec.title.clone())
+                .read_only(hints.read_only)
+                .destructive(hints.destructive)
+                .idempotent(hints.idempotent)
+                .open_world(hints.open_world);
+            tools.push(
+                Tool::new(spec.name, spec.description, schema)
+                    .with_title(spec.title)
+                    .with_raw_output_schema(Arc::new(output))
+                    .with_annotations(annotations),
+            );
         }
         Ok(Self {
             session: Arc::new(session),
@@ -141,14 +159,20 @@ impl ServerHandler for McpServer {
         let args = Value::Object(request.arguments.unwrap_or_default());
         let result = match self.session.call_json(&request.name, &args).await {
             Ok(value) => tool_result(value),
-            Err(err) => CallToolResult::error(vec![ContentBlock::text(err.to_string())]),
+            // The session failed (a trap): still a result object of the
+            // failure shape, so it matches the output schema.
+            Err(err) => tool_result(serde_json::json!({
+                "success": false,
+                "error": err.to_string(),
+                "partial_output": "",
+            })),
         };
         Ok(result.into())
     }
 }
 
-/// Turns a tool's result object into MCP content: images as image blocks,
-/// the rest as JSON text.
+/// Turns a tool's result object into MCP content: the object as
+/// structured content and as JSON text, images as image blocks.
 pub fn tool_result(mut value: Value) -> CallToolResult {
     let success = value.get("success").and_then(Value::as_bool) == Some(true);
     let images = extract_images(&mut value);
@@ -158,11 +182,15 @@ pub fn tool_result(mut value: Value) -> CallToolResult {
             .into_iter()
             .map(|(data, mime)| ContentBlock::image(data, mime)),
     );
-    if success {
+    let mut result = if success {
         CallToolResult::success(content)
     } else {
         CallToolResult::error(content)
-    }
+    };
+    // A result object always; anything else (a host error's text) is not
+    // structured.
+    result.structured_content = value.is_object().then_some(value);
+    result
 }
 
 /// Moves base64 image data out of a result's rich results (`rich` or
@@ -209,6 +237,7 @@ mod tests {
         let result = tool_result(json!({"success": false, "error": "x", "partial_output": ""}));
         assert_eq!(result.is_error, Some(true));
         assert_eq!(result.content.len(), 1);
+        assert_eq!(result.structured_content.unwrap()["error"], "x");
     }
 
     #[test]

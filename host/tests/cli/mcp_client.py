@@ -50,12 +50,28 @@ async def main(binary: str) -> None:
             for tool in listed.tools:
                 assert tool.input_schema["type"] == "object", tool
                 Draft202012Validator.check_schema(tool.input_schema)
+                # Every tool declares its result's shape; the client checks
+                # each call's structuredContent against it.
+                Draft202012Validator.check_schema(tool.output_schema)
+                assert tool.title and tool.annotations.title == tool.title, tool
+            hints = {tool.name: tool.annotations for tool in listed.tools}
+            assert hints["read_file"].read_only_hint is True, hints["read_file"]
+            assert hints["list_files"].read_only_hint is True
+            assert hints["run_command"].read_only_hint is False
+            assert hints["run_command"].destructive_hint is True
+            assert hints["run_command"].open_world_hint is True
+            assert hints["write_file"].idempotent_hint is True
+            assert hints["write_file"].open_world_hint is False
+            schemas = {tool.name: tool.output_schema for tool in listed.tools}
 
             result = await session.call_tool("run_code", {"code": "x = 6 * 7\nprint(x)"})
             assert not result.is_error, result
             payload = json.loads(result.content[0].text)
             assert payload["success"] is True, payload
             assert payload["stdout"] == "42\n", payload
+            # The same object, structured, matching the declared schema.
+            assert result.structured_content == payload, result
+            Draft202012Validator(schemas["run_code"]).validate(result.structured_content)
 
             # State is kept across calls of one connection (one sandbox).
             result = await session.call_tool("run_code", {"code": "x + 1"})
@@ -77,6 +93,8 @@ async def main(binary: str) -> None:
             # A tool failure is an error result, not a protocol error.
             result = await session.call_tool("read_file", {"path": "/home/user/missing"})
             assert result.is_error, result
+            assert result.structured_content["success"] is False, result
+            Draft202012Validator(schemas["read_file"]).validate(result.structured_content)
             # The opt-in tools are not offered by default: calling one is
             # the protocol error the spec names for an unknown tool.
             try:
