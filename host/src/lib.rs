@@ -84,6 +84,7 @@ mod clock;
 mod config;
 mod limits;
 pub mod mcp;
+pub mod mcp_http;
 mod outbound;
 mod policy;
 mod runtime;

@@ -51,14 +51,68 @@ pub enum McpError {
 /// An MCP server handler over one session.
 #[derive(Clone)]
 pub struct McpServer {
-    session: Arc<Session>,
-    tools: Arc<Vec<Tool>>,
-    instructions: String,
+    session: Arc<SessionSlot>,
+    catalog: Catalog,
 }
 
-impl McpServer {
-    /// Reads the catalog and the instructions from the session's component.
-    pub async fn new(session: Session) -> Result<Self, McpError> {
+/// The tools and instructions as MCP serves them: read once from a
+/// component, shared by every connection of a server.
+#[derive(Clone)]
+pub struct Catalog {
+    tools: Arc<Vec<Tool>>,
+    instructions: Arc<str>,
+}
+
+/// Opens a connection's session when its first tool call comes.
+pub type SessionOpener = Arc<
+    dyn Fn() -> std::pin::Pin<
+            Box<dyn std::future::Future<Output = Result<Session, SessionError>> + Send>,
+        > + Send
+        + Sync,
+>;
+
+/// A connection's session: open from the start (stdio), or opened by its
+/// first tool call (HTTP, where most connections may never call one). When
+/// the last handle goes, an opened session's sandbox is shut down on
+/// `cleanup`.
+pub(crate) struct SessionSlot {
+    cell: tokio::sync::OnceCell<Arc<Session>>,
+    opener: Option<SessionOpener>,
+    cleanup: Option<tokio_util::task::TaskTracker>,
+    _live: Option<crate::mcp_http::LiveSession>,
+}
+
+impl SessionSlot {
+    async fn get(&self) -> Result<&Arc<Session>, SessionError> {
+        self.cell
+            .get_or_try_init(|| async {
+                match &self.opener {
+                    Some(open) => open().await.map(Arc::new),
+                    None => Err(SessionError::InvalidOptions(
+                        "the connection has no session".into(),
+                    )),
+                }
+            })
+            .await
+    }
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        let (Some(session), Some(tracker)) = (self.cell.take(), self.cleanup.as_ref()) else {
+            return;
+        };
+        tracker.spawn(async move {
+            if let Err(err) = session.shutdown().await {
+                crate::audit::shutdown_failed(&err);
+            }
+        });
+    }
+}
+
+impl Catalog {
+    /// Reads the tools and instructions of `session`'s component.
+    pub async fn read(session: &Session) -> Result<Self, McpError> {
         let specs = session.list_tools().await?;
         let instructions = session.instructions().await?;
         let mut tools = Vec::with_capacity(specs.len());
@@ -87,15 +141,52 @@ impl McpServer {
             );
         }
         Ok(Self {
-            session: Arc::new(session),
             tools: Arc::new(tools),
-            instructions,
+            instructions: instructions.into(),
+        })
+    }
+}
+
+impl McpServer {
+    /// Serves `session`, reading the catalog and the instructions from its
+    /// component.
+    pub async fn new(session: Session) -> Result<Self, McpError> {
+        let catalog = Catalog::read(&session).await?;
+        let slot = SessionSlot {
+            cell: tokio::sync::OnceCell::new_with(Some(Arc::new(session))),
+            opener: None,
+            cleanup: None,
+            _live: None,
+        };
+        Ok(Self {
+            session: Arc::new(slot),
+            catalog,
         })
     }
 
-    /// The session the tools run in.
-    pub fn session(&self) -> &Arc<Session> {
-        &self.session
+    /// A connection whose session `open` makes on the first tool call,
+    /// and `cleanup` shuts down when the connection's handler is dropped.
+    pub(crate) fn lazy(
+        catalog: Catalog,
+        open: SessionOpener,
+        cleanup: tokio_util::task::TaskTracker,
+        live: crate::mcp_http::LiveSession,
+    ) -> Self {
+        let slot = SessionSlot {
+            cell: tokio::sync::OnceCell::new(),
+            opener: Some(open),
+            cleanup: Some(cleanup),
+            _live: Some(live),
+        };
+        Self {
+            session: Arc::new(slot),
+            catalog,
+        }
+    }
+
+    /// The session the tools run in, if it is open.
+    pub fn session(&self) -> Option<&Arc<Session>> {
+        self.session.cell.get()
     }
 
     /// Serves MCP on stdin/stdout until the client closes the connection,
@@ -111,7 +202,7 @@ impl McpServer {
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
-        let session = self.session.clone();
+        let slot = self.session.clone();
         let served = async {
             let running = ServiceExt::serve(self, (reader, writer))
                 .await
@@ -123,8 +214,10 @@ impl McpServer {
             Ok::<(), McpError>(())
         }
         .await;
-        if let Err(err) = session.shutdown().await {
-            crate::audit::shutdown_failed(&err);
+        if let Some(session) = slot.cell.get() {
+            if let Err(err) = session.shutdown().await {
+                crate::audit::shutdown_failed(&err);
+            }
         }
         served
     }
@@ -134,7 +227,7 @@ impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("e2b-tools", env!("CARGO_PKG_VERSION")))
-            .with_instructions(self.instructions.clone())
+            .with_instructions(self.catalog.instructions.to_string())
     }
 
     async fn list_tools(
@@ -142,7 +235,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        Ok(ListToolsResult::with_all_items(
+            self.catalog.tools.as_ref().clone(),
+        ))
     }
 
     async fn call_tool(
@@ -150,14 +245,18 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if !self.tools.iter().any(|t| t.name == request.name) {
+        if !self.catalog.tools.iter().any(|t| t.name == request.name) {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", request.name),
                 None,
             ));
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let result = match self.session.call_json(&request.name, &args).await {
+        let called = match self.session.get().await {
+            Ok(session) => session.call_json(&request.name, &args).await,
+            Err(err) => Err(err),
+        };
+        let result = match called {
             Ok(value) => tool_result(value),
             // The session failed (a trap): still a result object of the
             // failure shape, so it matches the output schema.

@@ -41,13 +41,44 @@ pub(crate) enum Command {
     /// `success: false` line and the batch goes on. The sandbox is shut down
     /// at the end of input.
     Batch,
-    /// Serve the tools over MCP on stdin/stdout (one sandbox per connection).
-    Mcp,
+    /// Serve the tools over MCP: on stdin/stdout (one sandbox for the
+    /// connection), or with --http over streamable HTTP (one sandbox per MCP
+    /// session).
+    Mcp(McpArgs),
     /// The local E2B-compatible server.
     Local {
         #[command(subcommand)]
         command: LocalCommand,
     },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio: HOST:PORT,
+    /// or a PORT on 127.0.0.1 (0: any free one). Every request needs
+    /// `Authorization: Bearer $E2B_TOOLS_MCP_TOKEN` (when unset, a token is
+    /// generated and printed on stderr).
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen_addr)]
+    pub(crate) http: Option<std::net::SocketAddr>,
+    /// With --http: live MCP sessions at most (each may hold a sandbox).
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "http")]
+    pub(crate) max_sessions: usize,
+    /// With --http: a session idle this long ends and its sandbox is killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600, requires = "http")]
+    pub(crate) idle_timeout: u64,
+    /// With --http: a browser origin allowed besides loopback ones, e.g.
+    /// https://app.example.com:443 (repeatable).
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    pub(crate) allow_origin: Vec<String>,
+}
+
+/// `HOST:PORT`, or a port on 127.0.0.1.
+fn parse_listen_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse()
+        .map_err(|_| format!("expected HOST:PORT or a port, got '{text}'"))
 }
 
 #[derive(Debug, Args)]

@@ -6,8 +6,9 @@ mod render;
 mod rich_files;
 mod spinner;
 
-use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand, OnTimeoutArg};
-use e2b_tools_host::mcp::McpServer;
+use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand, McpArgs, OnTimeoutArg};
+use e2b_tools_host::mcp::{McpError, McpServer};
+use e2b_tools_host::mcp_http::{self, McpHttpServer};
 use e2b_tools_host::{
     default_backend, e2b_env, Backend, BackendKind, ClockMode, ComponentSource, KeyValue,
     LocalBackendOptions, NetworkRules, OnTimeout, Runtime, SandboxConfig, Session, SessionError,
@@ -54,7 +55,10 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
         Command::Tools => tools(&cli.global).await,
         Command::Call(call_args) => call(&cli.global, call_args).await,
         Command::Batch => batch(&cli.global).await,
-        Command::Mcp => mcp(&cli.global).await,
+        Command::Mcp(args) => match args.http {
+            Some(addr) => mcp_http(&cli.global, &args, addr).await,
+            None => mcp(&cli.global).await,
+        },
         Command::Local {
             command: LocalCommand::Serve { port },
         } => local_serve(&cli.global, port).await,
@@ -290,6 +294,60 @@ fn failure_result(error: &str) -> Value {
     json!({"success": false, "error": error, "partial_output": ""})
 }
 
+/// `mcp --http ADDR`: streamable HTTP, one session (and sandbox) per MCP
+/// session, until Ctrl-C or SIGTERM; then every sandbox is shut down.
+async fn mcp_http(
+    global: &GlobalArgs,
+    args: &McpArgs,
+    addr: std::net::SocketAddr,
+) -> Result<u8, CliFailure> {
+    let runtime = load_runtime(global).await?;
+    let (backend, env) = start_backend(global).await?;
+    let outcome = async {
+        let token = match std::env::var("E2B_TOOLS_MCP_TOKEN") {
+            Ok(token) if !token.trim().is_empty() => token.trim().to_string(),
+            _ => {
+                let token = mcp_http::generate_token();
+                eprintln!("e2b-tools: E2B_TOOLS_MCP_TOKEN is not set; the bearer token is {token}");
+                token
+            }
+        };
+        let options = mcp_http::HttpOptions {
+            max_sessions: args.max_sessions,
+            idle_timeout: std::time::Duration::from_secs(args.idle_timeout.max(1)),
+            allowed_origins: args.allow_origin.clone(),
+            ..mcp_http::HttpOptions::new(addr, token)
+        };
+        let server = McpHttpServer::bind(runtime, session_options(global, env), options)
+            .await
+            .map_err(|err| match err {
+                McpError::Session(SessionError::Configure(_) | SessionError::InvalidOptions(_)) => {
+                    CliFailure::usage(err.to_string())
+                }
+                _ => CliFailure::host(err),
+            })?;
+        eprintln!("e2b-tools: MCP over HTTP at {}", server.url());
+        server.serve(stop_signal()).await.map_err(CliFailure::host)
+    }
+    .await;
+    backend.shutdown().await;
+    outcome.map(|()| 0)
+}
+
+/// Ctrl-C or SIGTERM.
+async fn stop_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match term.as_mut() {
+                Some(term) => { term.recv().await; }
+                None => std::future::pending::<()>().await,
+            }
+        } => {}
+    }
+}
+
 /// `mcp`: an MCP server on stdio, one session for the connection.
 async fn mcp(global: &GlobalArgs) -> Result<u8, CliFailure> {
     let runtime = load_runtime(global).await?;
@@ -387,15 +445,7 @@ async fn open_session(
     global: &GlobalArgs,
     env: BTreeMap<String, String>,
 ) -> Result<Session, CliFailure> {
-    let options = SessionOptions {
-        config: sandbox_config(global),
-        env,
-        memory_limit: global.memory_limit_mib.saturating_mul(1 << 20),
-        clock: global.time_scale.map_or(ClockMode::Real, ClockMode::Scaled),
-        policy: None,
-        ..SessionOptions::default()
-    };
-    Session::open(runtime, options)
+    Session::open(runtime, session_options(global, env))
         .await
         .map_err(|err| match err {
             // The component checked the options the flags gave it.
@@ -404,6 +454,18 @@ async fn open_session(
             }
             _ => CliFailure::host(err),
         })
+}
+
+/// The options of every session the flags describe.
+fn session_options(global: &GlobalArgs, env: BTreeMap<String, String>) -> SessionOptions {
+    SessionOptions {
+        config: sandbox_config(global),
+        env,
+        memory_limit: global.memory_limit_mib.saturating_mul(1 << 20),
+        clock: global.time_scale.map_or(ClockMode::Real, ClockMode::Scaled),
+        policy: None,
+        ..SessionOptions::default()
+    }
 }
 
 /// The first endpoint flag given, if any.

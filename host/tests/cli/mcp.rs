@@ -23,3 +23,87 @@ fn the_official_python_client_lists_the_enabled_tools_and_calls_them() {
     assert_eq!(out.status, 0, "mcp client failed: {out:?}");
     assert!(out.stdout.contains("OK"), "{out:?}");
 }
+
+/// `mcp --http` with the official Python client over streamable HTTP,
+/// against a separate local server whose API counts the sandboxes; then
+/// SIGTERM, after which no sandbox is left.
+#[test]
+fn the_official_python_client_over_streamable_http() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let python = std::env::var("E2B_TOOLS_PYTHON").expect(
+        "set E2B_TOOLS_PYTHON to a Python with the `mcp` and `jsonschema` packages \
+         (`scripts/bootstrap --test` makes target/pyenv)",
+    );
+    let mut local = crate::binary::e2b_tools(&["local", "serve", "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the local server starts");
+    let mut exports = BufReader::new(local.stdout.take().unwrap());
+    let mut env = std::collections::BTreeMap::new();
+    for _ in 0..3 {
+        let mut line = String::new();
+        exports.read_line(&mut line).unwrap();
+        let (name, value) = line
+            .trim()
+            .trim_start_matches("export ")
+            .split_once('=')
+            .unwrap();
+        env.insert(name.to_string(), value.trim_matches('\'').to_string());
+    }
+    let mut server = crate::binary::e2b_tools(&[
+        "--backend",
+        "e2b",
+        "--tools",
+        "all",
+        "mcp",
+        "--http",
+        "0",
+        "--max-sessions",
+        "2",
+    ]);
+    server
+        .envs(&env)
+        .env("E2B_TOOLS_MCP_TOKEN", "test-token")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut server = server.spawn().expect("the MCP server starts");
+    let mut stderr = BufReader::new(server.stderr.take().unwrap());
+    let url = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "no URL on stderr");
+        if let Some(url) = line.trim().strip_prefix("e2b-tools: MCP over HTTP at ") {
+            break url.to_string();
+        }
+    };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/mcp_http_client.py");
+    let client = |phase: &str| {
+        let mut client = Command::new(&python);
+        client.args([
+            script,
+            phase,
+            &url,
+            "test-token",
+            &env["E2B_API_URL"],
+            &env["E2B_API_KEY"],
+        ]);
+        run(client, "")
+    };
+    let sessions = client("sessions");
+    // Graceful shutdown: every session ends and its sandbox is killed.
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let status = server.wait().unwrap();
+    let after = client("after-shutdown");
+    let _ = Command::new("kill")
+        .args(["-INT", &local.id().to_string()])
+        .status();
+    let _ = local.wait();
+    assert_eq!(sessions.status, 0, "{sessions:?}");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(after.status, 0, "{after:?}");
+}

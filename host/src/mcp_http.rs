@@ -1,0 +1,295 @@
+//! MCP over streamable HTTP (rmcp's transport, at `/mcp`): one MCP session
+//! is one component instance and one sandbox, both made by the session's
+//! first tool call and shut down when the session ends (the client's
+//! DELETE, or idle past [`HttpOptions::idle_timeout`]) or the server stops.
+//!
+//! In front of rmcp: a bearer token on every request (compared in
+//! constant time), a cap on live sessions (a clear JSON-RPC error past it),
+//! and a bound on request bodies. rmcp checks `Host` and `Origin` against
+//! DNS rebinding, as the specification requires.
+//!
+//! ```no_run
+//! # async fn example(runtime: e2b_tools_host::Runtime) -> anyhow::Result<()> {
+//! use e2b_tools_host::mcp_http::{HttpOptions, McpHttpServer};
+//! use e2b_tools_host::SessionOptions;
+//! let options = HttpOptions::new("127.0.0.1:0".parse()?, "secret".into());
+//! let server = McpHttpServer::bind(runtime, SessionOptions::default(), options).await?;
+//! println!("serving at {}", server.url());
+//! server.serve(async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::mcp::{Catalog, McpError, McpServer, SessionOpener};
+use crate::runtime::Runtime;
+use crate::session::{Session, SessionOptions};
+
+/// The endpoint path.
+pub const PATH: &str = "/mcp";
+/// The largest request body accepted: the largest tool arguments
+/// (`write_file`'s 32 MiB in base64) with room for the JSON-RPC envelope.
+pub const MAX_BODY_BYTES: usize = e2b_wire::MAX_ARGUMENTS_BYTES + (1 << 20);
+/// How long shutdown waits for sandboxes to be killed.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// Options of the HTTP server.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen (port 0: any free one).
+    pub addr: SocketAddr,
+    /// The bearer token every request must carry.
+    pub token: String,
+    /// Live sessions at most; an `initialize` past it is refused.
+    pub max_sessions: usize,
+    /// A session idle this long ends (and its sandbox is killed).
+    pub idle_timeout: Duration,
+    /// Browser origins allowed besides loopback ones (`http://localhost:*`
+    /// and `http://127.0.0.1:*` always are).
+    pub allowed_origins: Vec<String>,
+}
+
+impl HttpOptions {
+    /// Defaults for `addr` and `token`: 64 sessions, 10 minutes idle.
+    pub fn new(addr: SocketAddr, token: String) -> Self {
+        Self {
+            addr,
+            token,
+            max_sessions: 64,
+            idle_timeout: Duration::from_secs(600),
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+/// Counts a live MCP session while it is held (by its handler).
+pub(crate) struct LiveSession(Arc<AtomicUsize>);
+
+impl Drop for LiveSession {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A bound, not yet serving, MCP HTTP server.
+pub struct McpHttpServer {
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    cancel: CancellationToken,
+    cleanup: TaskTracker,
+    url: String,
+}
+
+#[derive(Clone)]
+struct Gate {
+    token: Arc<str>,
+    live: Arc<AtomicUsize>,
+    max_sessions: usize,
+}
+
+impl McpHttpServer {
+    /// Reads the catalog once (from an instance that never opens a
+    /// sandbox) and binds `options.addr`.
+    pub async fn bind(
+        runtime: Runtime,
+        session_options: SessionOptions,
+        options: HttpOptions,
+    ) -> Result<Self, McpError> {
+        let probe = Session::open(&runtime, session_options.clone()).await?;
+        let catalog = Catalog::read(&probe).await?;
+        drop(probe);
+        let listener = tokio::net::TcpListener::bind(options.addr)
+            .await
+            .map_err(|err| McpError::Transport(format!("bind {}: {err}", options.addr)))?;
+        let local = listener
+            .local_addr()
+            .map_err(|err| McpError::Transport(err.to_string()))?;
+        let cancel = CancellationToken::new();
+        let cleanup = TaskTracker::new();
+        let live = Arc::new(AtomicUsize::new(0));
+
+        let open: SessionOpener = Arc::new(move || {
+            let (runtime, options) = (runtime.clone(), session_options.clone());
+            Box::pin(async move { Session::open(&runtime, options).await })
+        });
+        let factory = {
+            let (live, cleanup) = (live.clone(), cleanup.clone());
+            move || {
+                live.fetch_add(1, Ordering::SeqCst);
+                let counted = LiveSession(live.clone());
+                Ok(McpServer::lazy(
+                    catalog.clone(),
+                    open.clone(),
+                    cleanup.clone(),
+                    counted,
+                ))
+            }
+        };
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(options.idle_timeout);
+        let mut origins = vec![
+            "http://localhost:*".to_string(),
+            "http://127.0.0.1:*".to_string(),
+            "https://localhost:*".to_string(),
+        ];
+        origins.extend(options.allowed_origins.iter().cloned());
+        let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+        hosts.push(local.to_string());
+        hosts.push(local.ip().to_string());
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_allowed_origins(origins)
+            .with_cancellation_token(cancel.child_token());
+        let service = StreamableHttpService::new(factory, Arc::new(sessions), config);
+        let gate = Gate {
+            token: options.token.into(),
+            live,
+            max_sessions: options.max_sessions,
+        };
+        let router = axum::Router::new()
+            .route_service(PATH, service)
+            .layer(axum::middleware::from_fn_with_state(gate, guard));
+        Ok(Self {
+            listener,
+            router,
+            cancel,
+            cleanup,
+            url: format!("http://{local}{PATH}"),
+        })
+    }
+
+    /// The endpoint's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Serves until `shutdown` completes, then ends every session and
+    /// waits (up to 30 s) for their sandboxes to be shut down.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<(), McpError> {
+        let cancel = self.cancel.clone();
+        let served = axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                cancel.cancel();
+            })
+            .await
+            .map_err(|err| McpError::Transport(err.to_string()));
+        self.cancel.cancel();
+        self.cleanup.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.cleanup.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some sandboxes were still being shut down when the server stopped");
+        }
+        served
+    }
+}
+
+/// The checks before rmcp: token, body size, session cap.
+async fn guard(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    if !authorized(&request, &gate.token) {
+        let mut response =
+            (StatusCode::UNAUTHORIZED, "missing or wrong bearer token\n").into_response();
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return response;
+    }
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body over {MAX_BODY_BYTES} bytes\n"),
+        )
+            .into_response();
+    }
+    let new_session = request.method() == axum::http::Method::POST
+        && !request.headers().contains_key("mcp-session-id");
+    if new_session && gate.live.load(Ordering::SeqCst) >= gate.max_sessions {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {
+                "code": -32000,
+                "message": format!(
+                    "this server already has {} live sessions, its limit: end one or retry later",
+                    gate.max_sessions
+                ),
+            },
+        });
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response();
+    }
+    // A body without a length is bounded as it is read.
+    let (parts, body) = request.into_parts();
+    let body = Body::new(http_body_util::Limited::new(body, MAX_BODY_BYTES));
+    next.run(Request::from_parts(parts, body)).await
+}
+
+/// Whether the request carries `Authorization: Bearer <token>`.
+fn authorized(request: &Request, token: &str) -> bool {
+    let Some(given) = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    constant_time_eq(given.trim().as_bytes(), token.as_bytes())
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A random token for when none is configured: 32 hex digits.
+pub fn generate_token() -> String {
+    use rand::Rng;
+    let bytes: [u8; 16] = rand::rng().random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_exactly() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        let token = generate_token();
+        assert_eq!(token.len(), 32);
+        assert_ne!(token, generate_token());
+    }
+}

@@ -1,0 +1,141 @@
+"""MCP over streamable HTTP against `e2b-tools mcp --http`, with the official
+`mcp` SDK's client, and the local server's API to count sandboxes.
+
+Usage: python mcp_http_client.py PHASE MCP_URL TOKEN API_URL API_KEY
+  PHASE "sessions": auth, origin, two concurrent sessions with separate
+        sandboxes, every tool, the session cap, a closed session's sandbox
+        killed; leaves one session (with a sandbox) open on purpose.
+  PHASE "after-shutdown": no sandbox is left.
+Prints OK on success; raises (non-zero exit) otherwise.
+"""
+
+import json
+import sys
+import time
+
+import anyio
+import httpx
+from jsonschema import Draft202012Validator
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+PHASE, URL, TOKEN, API_URL, API_KEY = sys.argv[1:6]
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def live_sandboxes() -> list:
+    answer = httpx.get(f"{API_URL}/sandboxes", headers={"X-API-Key": API_KEY}, timeout=10)
+    answer.raise_for_status()
+    return [s for s in answer.json() if s.get("state", "running") == "running"]
+
+
+def wait_for_sandboxes(count: int) -> None:
+    for _ in range(100):
+        if len(live_sandboxes()) == count:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"expected {count} live sandboxes, got {live_sandboxes()}")
+
+
+async def call(session, schemas, tool, args):
+    result = await session.call_tool(tool, args)
+    payload = json.loads(result.content[0].text)
+    assert result.structured_content == payload, result
+    Draft202012Validator(schemas[tool]).validate(payload)
+    return payload
+
+
+async def sessions() -> None:
+    # No token, a wrong one, a foreign Origin: refused before any session.
+    assert httpx.post(URL, json=INIT, headers=ACCEPT).status_code == 401
+    wrong = {**ACCEPT, "Authorization": "Bearer nope"}
+    assert httpx.post(URL, json=INIT, headers=wrong).status_code == 401
+    evil = {**ACCEPT, **AUTH, "Origin": "http://evil.example"}
+    assert httpx.post(URL, json=INIT, headers=evil).status_code == 403
+    assert httpx.post(URL, content=b"{not json", headers={**ACCEPT, **AUTH}).status_code in (400, 415, 422)
+    wait_for_sandboxes(0)
+
+    async with streamable_http_client(URL, http_client=create_mcp_http_client(headers=AUTH)) as (read_a, write_a):
+        async with ClientSession(read_a, write_a) as a:
+            await a.initialize()
+            listed = await a.list_tools()
+            schemas = {t.name: t.output_schema for t in listed.tools}
+            assert "get_background_output" in schemas, schemas
+            # A session without a tool call holds no sandbox.
+            wait_for_sandboxes(0)
+            await call(a, schemas, "run_code", {"code": "x = 41"})
+            wait_for_sandboxes(1)
+            async with streamable_http_client(URL, http_client=create_mcp_http_client(headers=AUTH)) as (read_b, write_b):
+                async with ClientSession(read_b, write_b) as b:
+                    await b.initialize()
+                    other = await call(b, schemas, "run_code", {"code": "x"})
+                    assert "NameError" in other["error"], other
+                    wait_for_sandboxes(2)
+                    # The cap (2): a third session is refused, clearly.
+                    third = httpx.post(URL, json=INIT, headers={**ACCEPT, **AUTH})
+                    assert third.status_code == 503, third
+                    assert "live sessions" in third.json()["error"]["message"], third.text
+            # B ended (DELETE): its sandbox is killed, A's is not.
+            wait_for_sandboxes(1)
+            out = await call(a, schemas, "run_code", {"code": "x + 1"})
+            assert out["text"] == "42", out
+            # Every tool, in A's sandbox.
+            await call(a, schemas, "write_file", {"path": "n.txt", "content": "kept"})
+            read = await call(a, schemas, "read_file", {"path": "n.txt"})
+            assert read["content"] == "kept", read
+            listing = await call(a, schemas, "list_files", {})
+            assert any(e["name"] == "n.txt" for e in listing["entries"]), listing
+            command = await call(a, schemas, "run_command", {"command": "cat n.txt"})
+            assert command["stdout"] == "kept", command
+            started = await call(
+                a, schemas, "start_background_command", {"command": "echo up; sleep 300"}
+            )
+            for _ in range(50):
+                output = await call(a, schemas, "get_background_output", {"pid": started["pid"]})
+                if output["stdout"]:
+                    break
+                await anyio.sleep(0.1)
+            assert output["stdout"] == "up\n", output
+            stopped = await call(a, schemas, "stop_background_command", {"pid": started["pid"]})
+            assert stopped["signal"] == "SIGTERM", stopped
+            failed = await a.call_tool("read_file", {"path": "/nope"})
+            assert failed.is_error and failed.structured_content["success"] is False, failed
+    wait_for_sandboxes(0)
+
+    # One session left open with a sandbox (no DELETE): shutdown must kill it.
+    with httpx.Client(headers={**ACCEPT, **AUTH}, timeout=60) as client:
+        init = client.post(URL, json=INIT)
+        sid = init.headers["mcp-session-id"]
+        headers = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        client.post(URL, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        answer = client.post(
+            URL,
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                  "params": {"name": "run_code", "arguments": {"code": "1"}}},
+            headers=headers,
+        )
+        assert answer.status_code == 200 and '"success\\":true' in answer.text, answer.text
+    wait_for_sandboxes(1)
+
+
+def after_shutdown() -> None:
+    wait_for_sandboxes(0)
+
+
+if PHASE == "sessions":
+    anyio.run(sessions)
+else:
+    after_shutdown()
+print("OK")
