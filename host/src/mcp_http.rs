@@ -91,6 +91,7 @@ pub struct McpHttpServer {
     router: axum::Router,
     cancel: CancellationToken,
     cleanup: TaskTracker,
+    live: Arc<AtomicUsize>,
     url: String,
 }
 
@@ -157,7 +158,7 @@ impl McpHttpServer {
         let service = StreamableHttpService::new(factory, Arc::new(sessions), config);
         let gate = Gate {
             token: options.token.into(),
-            live,
+            live: live.clone(),
             max_sessions: options.max_sessions,
         };
         let router = axum::Router::new()
@@ -168,6 +169,7 @@ impl McpHttpServer {
             router,
             cancel,
             cleanup,
+            live,
             url: format!("http://{local}{PATH}"),
         })
     }
@@ -192,11 +194,19 @@ impl McpHttpServer {
             .await
             .map_err(|err| McpError::Transport(err.to_string()));
         self.cancel.cancel();
-        self.cleanup.close();
-        if tokio::time::timeout(SHUTDOWN_GRACE, self.cleanup.wait())
-            .await
-            .is_err()
-        {
+        // rmcp drops each session's handler as it winds the session down;
+        // the handler's drop hands its sandbox to `cleanup`. Wait for every
+        // handler to go before waiting for the shutdowns it started.
+        let live = self.live.clone();
+        let drained = tokio::time::timeout(SHUTDOWN_GRACE, async move {
+            while live.load(Ordering::SeqCst) > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            self.cleanup.close();
+            self.cleanup.wait().await;
+        })
+        .await;
+        if drained.is_err() {
             tracing::warn!("some sandboxes were still being shut down when the server stopped");
         }
         served

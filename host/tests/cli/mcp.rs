@@ -53,32 +53,20 @@ fn the_official_python_client_over_streamable_http() {
             .unwrap();
         env.insert(name.to_string(), value.trim_matches('\'').to_string());
     }
-    let mut server = crate::binary::e2b_tools(&[
-        "--backend",
-        "e2b",
-        "--tools",
-        "all",
-        "mcp",
-        "--http",
-        "0",
-        "--max-sessions",
-        "2",
-    ]);
-    server
-        .envs(&env)
-        .env("E2B_TOOLS_MCP_TOKEN", "test-token")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut server = server.spawn().expect("the MCP server starts");
-    let mut stderr = BufReader::new(server.stderr.take().unwrap());
-    let url = loop {
-        let mut line = String::new();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "no URL on stderr");
-        if let Some(url) = line.trim().strip_prefix("e2b-tools: MCP over HTTP at ") {
-            break url.to_string();
-        }
-    };
+    let (mut server, url) = http_server(
+        &[
+            "--backend",
+            "e2b",
+            "--tools",
+            "all",
+            "mcp",
+            "--http",
+            "0",
+            "--max-sessions",
+            "2",
+        ],
+        &env,
+    );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/mcp_http_client.py");
     let client = |phase: &str| {
         let mut client = Command::new(&python);
@@ -106,4 +94,60 @@ fn the_official_python_client_over_streamable_http() {
     assert_eq!(sessions.status, 0, "{sessions:?}");
     assert!(status.success(), "{status:?}");
     assert_eq!(after.status, 0, "{after:?}");
+}
+
+/// Starts `e2b-tools ARGS` (an `mcp --http` server) with token
+/// `test-token`, and reads its URL from stderr.
+fn http_server(
+    args: &[&str],
+    env: &std::collections::BTreeMap<String, String>,
+) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut server = crate::binary::e2b_tools(args);
+    server
+        .envs(env)
+        .env("E2B_TOOLS_MCP_TOKEN", "test-token")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut server = server.spawn().expect("the MCP server starts");
+    let mut stderr = BufReader::new(server.stderr.take().unwrap());
+    let url = loop {
+        let mut line = String::new();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "no URL on stderr");
+        if let Some(url) = line.trim().strip_prefix("e2b-tools: MCP over HTTP at ") {
+            break url.to_string();
+        }
+    };
+    // Keep draining stderr so the server never blocks on it.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    (server, url)
+}
+
+/// The official TypeScript SDK (`@modelcontextprotocol/sdk` from npm) over
+/// streamable HTTP: refused without the token, the catalog with output
+/// schemas and annotations, state across calls, structured results.
+#[test]
+fn the_official_typescript_client_over_streamable_http() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp-node");
+    assert!(
+        std::path::Path::new(dir)
+            .join("node_modules/@modelcontextprotocol/sdk")
+            .is_dir(),
+        "run `npm ci` in {dir} (scripts/bootstrap --test does)"
+    );
+    let (mut server, url) = http_server(&["mcp", "--http", "0"], &Default::default());
+    let mut client = Command::new("node");
+    client
+        .current_dir(dir)
+        .args(["client.mjs", &url, "test-token"]);
+    let out = run(client, "");
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let status = server.wait().unwrap();
+    assert_eq!(out.status, 0, "{out:?}");
+    assert!(out.stdout.contains("OK"), "{out:?}");
+    assert!(status.success(), "{status:?}");
 }
