@@ -93,6 +93,8 @@ pub struct ConfigInput {
     /// The enabled tools' names (`default`, `all` allowed). Default:
     /// [`TOOLS_VAR`], then e2b-adk's six.
     pub tools: Option<Vec<String>>,
+    /// Report progress events while calls run.
+    pub progress: Option<bool>,
 }
 
 /// The enabled tools, comma-separated, when the configuration names none.
@@ -143,6 +145,9 @@ pub struct Settings {
     pub languages: Option<Vec<String>>,
     /// The tools offered.
     pub tools: ToolSet,
+    /// Whether run_code and run_command report their latest output line
+    /// as progress events ([`crate::progress`]).
+    pub progress: bool,
 }
 
 /// The languages E2B's `code-interpreter-v1` template runs.
@@ -257,6 +262,7 @@ impl Settings {
                     .collect()
             }),
             tools,
+            progress: input.progress.unwrap_or(false),
         })
     }
 
@@ -326,6 +332,7 @@ fn builtin_defaults() -> Settings {
         attach_sandbox_id: None,
         languages: None,
         tools: ToolSet::DEFAULT,
+        progress: false,
     }
 }
 

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use crate::api::SandboxHandle;
 use crate::config::Settings;
 use crate::errors::{from_connect, from_connect_http, ErrorKind, Failure};
+use crate::progress::LatestLine;
 use crate::redact::Secrets;
 use crate::request::{query_escape, HttpRequest, Method};
 use crate::truncate::TruncatingSink;
@@ -104,6 +105,8 @@ pub struct ProcessStream {
     pub stdout: TruncatingSink,
     /// stderr so far (truncated).
     pub stderr: TruncatingSink,
+    /// The latest output line, followed for progress events when set.
+    pub latest: Option<LatestLine>,
 }
 
 impl ProcessStream {
@@ -117,6 +120,7 @@ impl ProcessStream {
             stream_ended: false,
             stdout: TruncatingSink::new(limit),
             stderr: TruncatingSink::new(limit),
+            latest: None,
         }
     }
 
@@ -171,9 +175,15 @@ impl ProcessStream {
                         ));
                     }
                     if let Some(bytes) = data.stdout.as_deref().or(data.pty.as_deref()) {
+                        if let Some(latest) = self.latest.as_mut() {
+                            latest.feed(bytes);
+                        }
                         self.stdout.push_bytes(bytes);
                     }
                     if let Some(bytes) = data.stderr {
+                        if let Some(latest) = self.latest.as_mut() {
+                            latest.feed(&bytes);
+                        }
                         self.stderr.push_bytes(&bytes);
                     }
                 }

@@ -110,6 +110,7 @@ impl wit_lifecycle::Guest for Component {
             readiness_timeout_ms: config.readiness_timeout_ms,
             sandbox_id: config.sandbox_id,
             tools: config.tools,
+            progress: config.progress,
         };
         let settings = Settings::resolve(input, session::env_var).map_err(to_wit_error)?;
         session::wasi().update(|s| *s = session::Session::new(settings));

@@ -58,6 +58,13 @@ impl Platform for Wasi {
     fn random_u64(&self) -> u64 {
         wasip2::random::random::get_random_u64()
     }
+
+    fn progress(&self, event: &str) {
+        use std::io::Write as _;
+        // A host that cannot take it loses the event, never the call.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{event}").and_then(|()| out.flush());
+    }
 }
 
 /// A response whose body is read as it arrives.

@@ -14,6 +14,7 @@ use crate::config::Settings;
 use crate::envd::sandbox_request;
 use crate::errors::{ErrorKind, Failure};
 use crate::long_line::{text_line_head, JsonStringDecoder, Piece, TextStream};
+use crate::progress::LatestLine;
 use crate::redact::Secrets;
 use crate::request::{HttpRequest, Method};
 use crate::truncate::TruncatingSink;
@@ -96,6 +97,8 @@ pub struct ExecutionCollector {
     rich_bytes: usize,
     collect_rich: bool,
     ended: bool,
+    /// The latest output line, followed for progress events when set.
+    pub latest: Option<LatestLine>,
 }
 
 impl ExecutionCollector {
@@ -113,6 +116,7 @@ impl ExecutionCollector {
             rich_bytes: 0,
             collect_rich,
             ended: false,
+            latest: None,
         }
     }
 
@@ -158,6 +162,13 @@ impl ExecutionCollector {
                         TextStream::Stderr => &mut self.stderr,
                     };
                     for piece in decoded.pieces {
+                        let bytes = match &piece {
+                            Piece::Raw(bytes) => bytes.as_slice(),
+                            Piece::Text(text) => text.as_bytes(),
+                        };
+                        if let Some(latest) = self.latest.as_mut() {
+                            latest.feed(bytes);
+                        }
                         match piece {
                             Piece::Raw(bytes) => sink.push_bytes(&bytes),
                             Piece::Text(text) => sink.push_str(&text),
@@ -242,8 +253,18 @@ impl ExecutionCollector {
             }
         };
         match parsed {
-            OutputLine::Stdout { text, .. } => self.stdout.push_str(&text),
-            OutputLine::Stderr { text, .. } => self.stderr.push_str(&text),
+            OutputLine::Stdout { text, .. } => {
+                if let Some(latest) = self.latest.as_mut() {
+                    latest.feed(text.as_bytes());
+                }
+                self.stdout.push_str(&text)
+            }
+            OutputLine::Stderr { text, .. } => {
+                if let Some(latest) = self.latest.as_mut() {
+                    latest.feed(text.as_bytes());
+                }
+                self.stderr.push_str(&text)
+            }
             OutputLine::Result(result) => self.take_result(result),
             OutputLine::Error {
                 name,

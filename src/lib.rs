@@ -24,6 +24,7 @@ pub mod http;
 pub mod interpreter;
 pub mod long_line;
 pub mod platform;
+pub mod progress;
 pub mod redact;
 pub mod request;
 pub mod results;

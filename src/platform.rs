@@ -83,6 +83,9 @@ pub trait Platform {
 
     /// A random number (the jitter of retry backoff).
     fn random_u64(&self) -> u64;
+
+    /// Reports a progress event (one line of JSON) to the host.
+    fn progress(&self, event: &str);
 }
 
 /// A borrowed platform is one too (a test keeps its fake to inspect it).
@@ -107,6 +110,10 @@ impl<T: Platform> Platform for &T {
 
     fn random_u64(&self) -> u64 {
         (**self).random_u64()
+    }
+
+    fn progress(&self, event: &str) {
+        (**self).progress(event)
     }
 }
 
@@ -259,6 +266,8 @@ pub mod fake {
         pub sent: RefCell<Vec<(u64, String)>>,
         /// Every request sent as `"METHOD URL BODY"`.
         requests: RefCell<Vec<String>>,
+        /// Every progress event reported.
+        pub progress: RefCell<Vec<String>>,
     }
 
     impl FakePlatform {
@@ -381,6 +390,10 @@ pub mod fake {
         /// Always 0: the shortest jitter, so waits are exact in tests.
         fn random_u64(&self) -> u64 {
             0
+        }
+
+        fn progress(&self, event: &str) {
+            self.progress.borrow_mut().push(event.to_string());
         }
     }
 }

@@ -147,6 +147,7 @@ mod orchestration {
     };
     use crate::interpreter::{self, ExecutionCollector};
     use crate::platform::{Platform, ResponseBody};
+    use crate::progress::{self, LatestLine};
     use crate::results::Readiness;
     use crate::retry::{Attempt, Retry};
     use crate::session::{Ctx, Unavailable};
@@ -404,9 +405,13 @@ mod orchestration {
     ) -> Result<Execution, OpError> {
         let req = interpreter::execute_request(settings, sandbox, &a.code, &a.language, &a.envs);
         let deadline = a.timeout_ms.unwrap_or(RUN_CODE_TIMEOUT_MS);
+        let secrets = ctx.secrets();
         let mut collector =
             ExecutionCollector::new(settings.max_output_bytes, settings.rich_results)
-                .redacting(&ctx.secrets());
+                .redacting(&secrets);
+        if settings.progress {
+            collector.latest = Some(LatestLine::default());
+        }
         let outcome = ctx
             .with_deadline(
                 deadline,
@@ -418,6 +423,7 @@ mod orchestration {
                     }
                     while let Some(chunk) = resp.body.chunk().await? {
                         collector.feed(&chunk)?;
+                        report_progress(ctx, &secrets, "run_code", &mut collector.latest);
                         if collector.ended() {
                             break;
                         }
@@ -455,9 +461,23 @@ mod orchestration {
         stream: &mut ProcessStream,
         stop: impl Fn(&ProcessStream) -> bool,
     ) -> Result<(), Failure> {
+        pump_reporting(body, stream, stop, |_| {}).await
+    }
+
+    /// [`pump`], calling `report` with the stream's latest line after
+    /// every chunk.
+    async fn pump_reporting(
+        body: &mut impl ResponseBody,
+        stream: &mut ProcessStream,
+        stop: impl Fn(&ProcessStream) -> bool,
+        mut report: impl FnMut(&mut Option<LatestLine>),
+    ) -> Result<(), Failure> {
         while !stop(stream) {
             match body.chunk().await? {
-                Some(chunk) => stream.feed(&chunk)?,
+                Some(chunk) => {
+                    stream.feed(&chunk)?;
+                    report(&mut stream.latest);
+                }
                 None => {
                     stream.finish_body()?;
                     return Ok(());
@@ -465,6 +485,22 @@ mod orchestration {
             }
         }
         Ok(())
+    }
+
+    /// Reports the latest line for `tool` when it is due (only streams
+    /// that follow one, with progress on, have it).
+    fn report_progress<P: Platform>(
+        ctx: &Ctx<P>,
+        secrets: &Secrets,
+        tool: &str,
+        latest: &mut Option<LatestLine>,
+    ) {
+        if let Some(line) = latest
+            .as_mut()
+            .and_then(|l| l.due(ctx.platform.now_ns(), secrets))
+        {
+            ctx.platform.progress(&progress::event_json(tool, &line));
+        }
     }
 
     fn deadline_failure() -> Failure {
@@ -492,13 +528,20 @@ mod orchestration {
         } else {
             0
         };
-        let mut stream = ProcessStream::new(settings.max_output_bytes).redacting(&ctx.secrets());
+        let secrets = ctx.secrets();
+        let mut stream = ProcessStream::new(settings.max_output_bytes).redacting(&secrets);
+        if settings.progress {
+            stream.latest = Some(LatestLine::default());
+        }
         let outcome = ctx
             .with_deadline(
                 local_deadline,
                 async {
                     let mut body = start(ctx, settings, sandbox, &spec).await?;
-                    pump(&mut body, &mut stream, ProcessStream::is_done).await
+                    pump_reporting(&mut body, &mut stream, ProcessStream::is_done, |latest| {
+                        report_progress(ctx, &secrets, "run_command", latest)
+                    })
+                    .await
                 },
                 deadline_failure,
             )
@@ -808,6 +851,17 @@ mod tests {
 /// milliseconds, with no server and no wasm.
 #[cfg(test)]
 mod orchestration_tests {
+    /// The progress events of a printing command with progress off.
+    pub(super) fn quiet_run() -> Vec<String> {
+        let ctx = ctx(300);
+        let mut steps = vec![started(7), stdout("step 1\n")];
+        steps.extend(exited(0));
+        ctx.platform.route(START, vec![Answer::steps(200, steps)]);
+        run(&ctx.platform.clock, execute(&ctx, command("make", None))).unwrap();
+        let events = ctx.platform.progress.borrow().clone();
+        events
+    }
+
     use super::*;
     use crate::config::ConfigInput;
     use crate::errors::ErrorKind;
@@ -1108,6 +1162,40 @@ mod orchestration_tests {
             panic!("{out:?}")
         };
         assert_eq!(out.command, "serve");
+    }
+
+    #[test]
+    fn with_progress_on_a_command_reports_its_latest_line_as_it_prints() {
+        let ctx = ctx_with(ConfigInput {
+            progress: Some(true),
+            ..Default::default()
+        });
+        let mut steps = vec![
+            started(7),
+            stdout("step 1\n"),
+            Step::Wait(1_000),
+            stdout("step 2 e2b_key\n"),
+            stdout("step 3\n"),
+        ];
+        steps.extend(exited(0));
+        ctx.platform.route(START, vec![Answer::steps(200, steps)]);
+        let out = run(&ctx.platform.clock, execute(&ctx, command("make", None))).unwrap();
+        // Step 3 came too soon after step 2 to be reported; the result
+        // is the same as without progress.
+        assert_eq!(
+            *ctx.platform.progress.borrow(),
+            [
+                r#"{"progress":{"line":"step 1","tool":"run_command"}}"#,
+                r#"{"progress":{"line":"step 2 <redacted>","tool":"run_command"}}"#,
+            ]
+        );
+        let ToolOutput::Command(out) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(out.stdout, "step 1\nstep 2 <redacted>\nstep 3\n");
+        // Off (the default): nothing.
+        let quiet = quiet_run();
+        assert!(quiet.is_empty());
     }
 
     #[test]

@@ -35,6 +35,7 @@ impl Default for SandboxConfig {
             readiness_timeout_ms: None,
             sandbox_id: None,
             tools: None,
+            progress: None,
         }
     }
 }

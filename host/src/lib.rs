@@ -87,6 +87,7 @@ pub mod mcp;
 pub mod mcp_http;
 mod outbound;
 mod policy;
+pub mod progress;
 mod runtime;
 mod session;
 mod state;

@@ -243,7 +243,7 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if !self.catalog.tools.iter().any(|t| t.name == request.name) {
             return Err(ErrorData::invalid_params(
@@ -253,7 +253,19 @@ impl ServerHandler for McpServer {
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let called = match self.session.get().await {
-            Ok(session) => session.call_json(&request.name, &args).await,
+            Ok(session) => {
+                let call = session.call_json(&request.name, &args);
+                match context.meta.get_progress_token() {
+                    None => call.await,
+                    Some(token) => {
+                        let relay = relay_progress(session.progress(), &context.peer, token);
+                        tokio::select! {
+                            result = call => result,
+                            never = relay => match never {},
+                        }
+                    }
+                }
+            }
             Err(err) => Err(err),
         };
         let result = match called {
@@ -267,6 +279,44 @@ impl ServerHandler for McpServer {
             })),
         };
         Ok(result.into())
+    }
+}
+
+/// How often a running call reports progress even when it prints nothing.
+const PROGRESS_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Sends `notifications/progress` for `token` while the call it belongs to
+/// runs (the caller drops this future when the call ends): the latest line
+/// the component reported as the message, on every new line and at least
+/// every [`PROGRESS_HEARTBEAT`].
+async fn relay_progress(
+    mut latest: tokio::sync::watch::Receiver<crate::progress::Progress>,
+    peer: &rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+) -> std::convert::Infallible {
+    let before = latest.borrow_and_update().count;
+    let mut heartbeat = tokio::time::interval(PROGRESS_HEARTBEAT);
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    heartbeat.tick().await;
+    let mut sent = 0u64;
+    loop {
+        tokio::select! {
+            changed = latest.changed() => {
+                if changed.is_err() {
+                    // The session is gone; the call ends on its own.
+                    std::future::pending::<()>().await;
+                }
+            }
+            _ = heartbeat.tick() => {}
+        }
+        let progress = latest.borrow_and_update().clone();
+        sent += 1;
+        let mut note = rmcp::model::ProgressNotificationParam::new(token.clone(), sent as f64);
+        if progress.count > before {
+            note = note.with_message(progress.line);
+        }
+        // A client that went away loses its progress, not the call.
+        let _ = peer.notify_progress(note).await;
     }
 }
 

@@ -132,6 +132,7 @@ static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
 pub struct Session {
     id: u64,
     instance: Mutex<GuestInstance>,
+    progress: tokio::sync::watch::Receiver<crate::progress::Progress>,
 }
 
 impl std::fmt::Debug for Session {
@@ -174,7 +175,7 @@ impl Session {
             None => policy_for(config, &env)?,
         };
         audit::session_opened(id, &policy);
-        let mut store = new_store(
+        let (mut store, progress) = new_store(
             runtime.pre().engine(),
             runtime.client(),
             &env,
@@ -198,6 +199,7 @@ impl Session {
 
         Ok(Session {
             id,
+            progress,
             instance: Mutex::new(GuestInstance {
                 store,
                 bindings,
@@ -212,6 +214,12 @@ impl Session {
     /// This session's number in the audit trail.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The latest progress the component reported (with `config.progress`
+    /// on): watch it while a call runs.
+    pub fn progress(&self) -> tokio::sync::watch::Receiver<crate::progress::Progress> {
+        self.progress.clone()
     }
 
     /// Bytes of linear memory the component instance holds. Wasm memories
@@ -553,7 +561,7 @@ pub(crate) fn policy_for(
 
 /// A store for one component instance: the guest sees `env`, reaches only
 /// what `policy` allows, grows to `memory_limit` and spends at most
-/// `fuel_per_call` per call.
+/// `fuel_per_call` per call; its progress events come out of the receiver.
 pub(crate) fn new_store(
     engine: &wasmtime::Engine,
     client: &crate::outbound::OutboundClient,
@@ -562,22 +570,26 @@ pub(crate) fn new_store(
     memory_limit: usize,
     clock: ClockMode,
     fuel_per_call: u64,
-) -> Result<Store<SessionState>, SessionError> {
+) -> Result<(Store<SessionState>, ProgressReceiver), SessionError> {
+    let (progress, progress_rx) = tokio::sync::watch::channel(Default::default());
     let hooks = OutboundHooks::new(Arc::new(policy), client.clone());
     let limits = StoreLimitsBuilder::new()
         .memory_size(memory_limit)
         .trap_on_grow_failure(true)
         .build();
     let limits = MemoryLimiter::new(limits);
-    let state = SessionState::new(env, hooks, limits, SessionClock::new(clock));
+    let state = SessionState::new(env, hooks, limits, SessionClock::new(clock), progress);
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limits);
     store
         .set_fuel(fuel_per_call)
         .and_then(|()| store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL)))
         .map_err(|err| SessionError::Instantiate(format!("{err:#}")))?;
-    Ok(store)
+    Ok((store, progress_rx))
 }
+
+/// Where a store's component reports its progress.
+pub(crate) type ProgressReceiver = tokio::sync::watch::Receiver<crate::progress::Progress>;
 
 /// A trap's text for people; running out of fuel is named for what it is.
 pub(crate) fn trap_reason(err: &wasmtime::Error) -> String {

@@ -20,18 +20,25 @@ pub(crate) struct SessionState {
 
 impl SessionState {
     /// A state whose guest sees only `env` as its environment, no
-    /// filesystem, no sockets and no stdin; its stdout/stderr go to the
-    /// host's stderr so guest panics are visible.
+    /// filesystem, no sockets and no stdin; its stderr goes to the host's
+    /// stderr so guest panics are visible, its stdout (progress events)
+    /// to `progress`.
     pub(crate) fn new(
         env: &BTreeMap<String, String>,
         hooks: OutboundHooks,
         limits: MemoryLimiter,
         clock: SessionClock,
+        progress: tokio::sync::watch::Sender<crate::progress::Progress>,
     ) -> Self {
         let mut wasi = WasiCtx::builder();
         for (key, value) in env {
             wasi.env(key, value);
         }
+        // The write budget: a few events in flight at most.
+        wasi.stdout(wasmtime_wasi::cli::AsyncStdoutStream::new(
+            4096,
+            crate::progress::ProgressWriter::new(progress),
+        ));
         wasi.inherit_stderr()
             .allow_tcp(false)
             .allow_udp(false)

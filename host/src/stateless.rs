@@ -147,7 +147,8 @@ impl StatelessRuntime {
             Some(policy) => policy.clone(),
             None => policy_for(&SandboxConfig::default(), &env)?,
         };
-        let mut store = new_store(
+        // The stateless world reports no progress.
+        let (mut store, _progress) = new_store(
             self.inner.pre.engine(),
             &self.inner.client,
             &env,

@@ -318,7 +318,10 @@ async fn mcp_http(
             allowed_origins: args.allow_origin.clone(),
             ..mcp_http::HttpOptions::new(addr, token)
         };
-        let server = McpHttpServer::bind(runtime, session_options(global, env), options)
+        let mut sessions = session_options(global, env);
+        // MCP relays the component's progress to clients that ask for it.
+        sessions.config.progress = Some(true);
+        let server = McpHttpServer::bind(runtime, sessions, options)
             .await
             .map_err(|err| match err {
                 McpError::Session(SessionError::Configure(_) | SessionError::InvalidOptions(_)) => {
@@ -353,7 +356,10 @@ async fn mcp(global: &GlobalArgs) -> Result<u8, CliFailure> {
     let runtime = load_runtime(global).await?;
     let (backend, env) = start_backend(global).await?;
     let outcome = async {
-        let session = open_session(&runtime, global, env).await?;
+        let mut options = session_options(global, env);
+        // MCP relays the component's progress to clients that ask for it.
+        options.config.progress = Some(true);
+        let session = open_session_with(&runtime, options).await?;
         let server = McpServer::new(session).await.map_err(CliFailure::host)?;
         server.serve_stdio().await.map_err(CliFailure::host)
     }
@@ -445,7 +451,16 @@ async fn open_session(
     global: &GlobalArgs,
     env: BTreeMap<String, String>,
 ) -> Result<Session, CliFailure> {
-    Session::open(runtime, session_options(global, env))
+    open_session_with(runtime, session_options(global, env)).await
+}
+
+/// Opens a session with `options`; options the component rejects are a
+/// usage error.
+async fn open_session_with(
+    runtime: &Runtime,
+    options: SessionOptions,
+) -> Result<Session, CliFailure> {
+    Session::open(runtime, options)
         .await
         .map_err(|err| match err {
             // The component checked the options the flags gave it.
