@@ -267,6 +267,25 @@ pub fn list_dir_request(
     req
 }
 
+/// `POST /process.Process/SendSignal`: SIGKILL to `pid` (a cancelled
+/// command's process), run to its end even when the call is cancelled.
+pub fn kill_process_request(settings: &Settings, sandbox: &SandboxHandle, pid: u32) -> HttpRequest {
+    let body = e2b_wire::process::SendSignalRequest {
+        process: e2b_wire::process::ProcessSelector::Pid(pid),
+        signal: e2b_wire::process::Signal::Sigkill,
+    };
+    sandbox_request(
+        settings,
+        sandbox,
+        ENVD_PORT,
+        Method::Post,
+        e2b_wire::process::SEND_SIGNAL_PATH,
+    )
+    .header("connect-protocol-version", "1")
+    .header(e2b_wire::HEADER_FINISH_ON_CANCEL, "1")
+    .json(&body)
+}
+
 /// The most entries a listing returns; the rest are counted.
 pub const MAX_LIST_ENTRIES: usize = 1_000;
 

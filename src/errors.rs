@@ -25,6 +25,9 @@ pub enum ErrorKind {
     Auth,
     /// The request could not be sent or its answer not read.
     Network,
+    /// The host cancelled the call (its client asked to); the work in the
+    /// sandbox was stopped.
+    Cancelled,
     /// Anything else.
     Internal,
 }
@@ -42,6 +45,7 @@ impl ErrorKind {
             ErrorKind::RateLimited => "rate-limited",
             ErrorKind::Auth => "auth",
             ErrorKind::Network => "network",
+            ErrorKind::Cancelled => "cancelled",
             ErrorKind::Internal => "internal",
         }
     }

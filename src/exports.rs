@@ -37,6 +37,7 @@ fn to_wit_error(err: ToolError) -> wit_types::ToolError {
         ErrorKind::RateLimited => wit_types::ErrorKind::RateLimited,
         ErrorKind::Auth => wit_types::ErrorKind::Auth,
         ErrorKind::Network => wit_types::ErrorKind::Network,
+        ErrorKind::Cancelled => wit_types::ErrorKind::Cancelled,
         ErrorKind::Internal => wit_types::ErrorKind::Internal,
     };
     wit_types::ToolError {

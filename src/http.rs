@@ -111,14 +111,25 @@ impl ResponseBody for BodyReader {
                 }
                 Err(StreamError::LastOperationFailed(e)) => {
                     self.stream = None;
-                    return Err(Failure::transient(format!(
-                        "the connection closed while reading the answer: {}",
-                        first_line(&e.to_debug_string())
-                    )));
+                    let text = e.to_debug_string();
+                    return Err(cancellation(&text).unwrap_or_else(|| {
+                        Failure::transient(format!(
+                            "the connection closed while reading the answer: {}",
+                            first_line(&text)
+                        ))
+                    }));
                 }
             }
         }
     }
+}
+
+/// The cancellation failure, if `host_error` is the host cancelling the
+/// call ([`e2b_wire::CANCELLED_BY_HOST`]).
+fn cancellation(host_error: &str) -> Option<Failure> {
+    host_error
+        .contains(e2b_wire::CANCELLED_BY_HOST)
+        .then(|| Failure::new(ErrorKind::Cancelled, "cancelled by the client"))
 }
 
 fn internal(msg: &str) -> Failure {
@@ -129,6 +140,9 @@ fn internal(msg: &str) -> Failure {
 /// is transient (a refusal by the host's policy is not).
 fn transport_error(host: &str, e: &ErrorCode) -> Failure {
     let message = format!("request to {host} failed: {e:?}");
+    if let Some(cancelled) = cancellation(&message) {
+        return cancelled;
+    }
     match e {
         ErrorCode::ConnectionReadTimeout
         | ErrorCode::ConnectionWriteTimeout

@@ -275,7 +275,11 @@ impl<P: Platform> Ctx<P> {
                 _ => f,
             })
         };
-        let req = req.map_err(unavailable)?;
+        // Run to the end even if the call is cancelled: a cut create may
+        // still make a sandbox nobody would kill.
+        let req = req
+            .map_err(unavailable)?
+            .header(e2b_wire::HEADER_FINISH_ON_CANCEL, "1");
         let lives_until = match &attach {
             Some(id) => self.known_expiry(&settings, id).await,
             None => None,
@@ -370,7 +374,8 @@ impl<P: Platform> Ctx<P> {
             self.update(|s| s.sandbox = None);
             return Ok(false);
         }
-        let req = api::kill_request(&session.settings, &handle.id)?;
+        let req = api::kill_request(&session.settings, &handle.id)?
+            .header(e2b_wire::HEADER_FINISH_ON_CANCEL, "1");
         let (status, body) = self
             .exchange_retrying(&session.settings, &req, Retry::Idempotent)
             .await?;

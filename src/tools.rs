@@ -547,6 +547,18 @@ mod orchestration {
             )
             .await;
         let exit_code = outcome.and_then(|()| stream.outcome());
+        if let (Err(f), Some(pid)) = (&exit_code, stream.pid) {
+            if f.kind == ErrorKind::Cancelled {
+                // envd keeps a process whose stream is gone: kill it.
+                let req = envd::kill_process_request(settings, sandbox, pid);
+                let _ = ctx.exchange(settings, &req).await;
+                let failure = Failure::new(
+                    ErrorKind::Cancelled,
+                    format!("cancelled by the client; process {pid} was killed"),
+                );
+                return Err((failure, stream.partial_output()));
+            }
+        }
         match exit_code {
             Ok(exit_code) => Ok(CommandOutput {
                 command: a.command.clone(),

@@ -255,14 +255,28 @@ impl ServerHandler for McpServer {
         let called = match self.session.get().await {
             Ok(session) => {
                 let call = session.call_json(&request.name, &args);
-                match context.meta.get_progress_token() {
-                    None => call.await,
-                    Some(token) => {
-                        let relay = relay_progress(session.progress(), &context.peer, token);
-                        tokio::select! {
-                            result = call => result,
-                            never = relay => match never {},
+                let token = context.meta.get_progress_token();
+                let work = async {
+                    match token {
+                        None => call.await,
+                        Some(token) => {
+                            let relay = relay_progress(session.progress(), &context.peer, token);
+                            tokio::select! {
+                                result = call => result,
+                                never = relay => match never {},
+                            }
                         }
+                    }
+                };
+                tokio::pin!(work);
+                // On `notifications/cancelled` the call is not dropped (that
+                // would abandon the instance mid-call): the component is told
+                // to stop, and the call ends on its own, promptly.
+                tokio::select! {
+                    result = &mut work => result,
+                    () = context.ct.cancelled() => {
+                        session.cancel_current_call();
+                        work.await
                     }
                 }
             }

@@ -290,15 +290,93 @@ where
     }
 }
 
-/// The `wasi:http` hooks of one session: the allow-list, then the pool.
+/// Cancels a session's current call from outside it: the call's requests
+/// fail (in flight, and any it starts later) with
+/// [`e2b_wire::CANCELLED_BY_HOST`], except those the component marks to
+/// run to their end ([`e2b_wire::HEADER_FINISH_ON_CANCEL`]: creating or
+/// killing a sandbox, killing the cancelled command). The component then
+/// stops the work in the sandbox and returns promptly, so its instance is
+/// never abandoned mid-call and stays usable.
+#[derive(Debug, Default)]
+pub(crate) struct CallCancel {
+    current: std::sync::Mutex<tokio_util::sync::CancellationToken>,
+}
+
+impl CallCancel {
+    /// Cancels the call running now (if any).
+    pub(crate) fn cancel(&self) {
+        if let Ok(token) = self.current.lock() {
+            token.cancel();
+        }
+    }
+
+    /// A new call starts: earlier cancellations do not apply to it.
+    pub(crate) fn begin_call(&self) {
+        if let Ok(mut token) = self.current.lock() {
+            *token = tokio_util::sync::CancellationToken::new();
+        }
+    }
+
+    fn token(&self) -> tokio_util::sync::CancellationToken {
+        self.current.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+}
+
+fn cancelled_error() -> Error {
+    Error::InternalError(Some(e2b_wire::CANCELLED_BY_HOST.to_string()))
+}
+
+/// A response body that fails once `token` is cancelled.
+struct CancellableBody<B> {
+    inner: B,
+    cancelled: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+}
+
+impl<B> http_body::Body for CancellableBody<B>
+where
+    B: http_body::Body<Data = Bytes, Error = Error> + Unpin,
+{
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Error>>> {
+        if self.cancelled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(cancelled_error())));
+        }
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The `wasi:http` hooks of one session: the allow-list, cancellation,
+/// then the pool.
 pub(crate) struct OutboundHooks {
     policy: Arc<OutboundPolicy>,
     client: OutboundClient,
+    cancel: Arc<CallCancel>,
 }
 
 impl OutboundHooks {
-    pub(crate) fn new(policy: Arc<OutboundPolicy>, client: OutboundClient) -> Self {
-        Self { policy, client }
+    pub(crate) fn new(
+        policy: Arc<OutboundPolicy>,
+        client: OutboundClient,
+        cancel: Arc<CallCancel>,
+    ) -> Self {
+        Self {
+            policy,
+            client,
+            cancel,
+        }
     }
 }
 
@@ -317,10 +395,14 @@ type SendFuture = Box<
 impl WasiHttpHooks for OutboundHooks {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _response_errors: Box<dyn Future<Output = Result<(), Error>> + Send>,
     ) -> SendFuture {
+        let finish = request
+            .headers_mut()
+            .remove(e2b_wire::HEADER_FINISH_ON_CANCEL)
+            .is_some();
         if !self.policy.allows(request.uri()) {
             // Host and port only: paths and queries may carry identifiers.
             tracing::warn!(
@@ -334,8 +416,25 @@ impl WasiHttpHooks for OutboundHooks {
             return Box::new(async { Err(Error::HttpRequestDenied) });
         }
         let client = self.client.clone();
+        let token = (!finish).then(|| self.cancel.token());
         Box::new(async move {
-            let response = client.send(request, options).await?;
+            let response = match &token {
+                None => client.send(request, options).await?,
+                Some(token) => tokio::select! {
+                    response = client.send(request, options) => response?,
+                    () = token.cancelled() => return Err(cancelled_error()),
+                },
+            };
+            let response = match token {
+                None => response,
+                Some(token) => response.map(|body| {
+                    CancellableBody {
+                        inner: body,
+                        cancelled: Box::pin(token.cancelled_owned()),
+                    }
+                    .boxed_unsync()
+                }),
+            };
             // The pool drives the connection itself; nothing is left to poll.
             let io: Box<dyn Future<Output = Result<(), Error>> + Send> = Box::new(async { Ok(()) });
             Ok((response, io))

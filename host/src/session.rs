@@ -133,6 +133,7 @@ pub struct Session {
     id: u64,
     instance: Mutex<GuestInstance>,
     progress: tokio::sync::watch::Receiver<crate::progress::Progress>,
+    cancel: Arc<crate::outbound::CallCancel>,
 }
 
 impl std::fmt::Debug for Session {
@@ -197,9 +198,11 @@ impl Session {
             .map_err(|err| SessionError::Trapped(trap_reason(&err)))?
             .map_err(SessionError::Configure)?;
 
+        let cancel = store.data().cancel.clone();
         Ok(Session {
             id,
             progress,
+            cancel,
             instance: Mutex::new(GuestInstance {
                 store,
                 bindings,
@@ -214,6 +217,14 @@ impl Session {
     /// This session's number in the audit trail.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// Cancels the call running now, from outside it: the component stops
+    /// the work in the sandbox (kills the command's process, interrupts the
+    /// code) and the call returns promptly with kind `cancelled`; the
+    /// session stays usable. Does nothing between calls.
+    pub fn cancel_current_call(&self) {
+        self.cancel.cancel();
     }
 
     /// The latest progress the component reported (with `config.progress`
@@ -485,6 +496,8 @@ impl GuestInstance {
 
     fn call_started(&self, session: u64, tool: &str) -> Instant {
         audit::call_started(session, tool);
+        // A cancellation of an earlier call does not reach this one.
+        self.store.data().cancel.begin_call();
         Instant::now()
     }
 
@@ -572,7 +585,8 @@ pub(crate) fn new_store(
     fuel_per_call: u64,
 ) -> Result<(Store<SessionState>, ProgressReceiver), SessionError> {
     let (progress, progress_rx) = tokio::sync::watch::channel(Default::default());
-    let hooks = OutboundHooks::new(Arc::new(policy), client.clone());
+    let cancel = Arc::new(crate::outbound::CallCancel::default());
+    let hooks = OutboundHooks::new(Arc::new(policy), client.clone(), cancel.clone());
     let limits = StoreLimitsBuilder::new()
         .memory_size(memory_limit)
         .trap_on_grow_failure(true)
@@ -580,6 +594,7 @@ pub(crate) fn new_store(
     let limits = MemoryLimiter::new(limits);
     let state = SessionState::new(env, hooks, limits, SessionClock::new(clock), progress);
     let mut store = Store::new(engine, state);
+    store.data_mut().cancel = cancel;
     store.limiter(|state| &mut state.limits);
     store
         .set_fuel(fuel_per_call)

@@ -16,6 +16,8 @@ pub(crate) struct SessionState {
     hooks: OutboundHooks,
     pub(crate) limits: MemoryLimiter,
     pub(crate) clock: SessionClock,
+    /// Cancels the instance's current call (shared with its hooks).
+    pub(crate) cancel: std::sync::Arc<crate::outbound::CallCancel>,
 }
 
 impl SessionState {
@@ -50,6 +52,7 @@ impl SessionState {
             hooks,
             limits,
             clock,
+            cancel: Default::default(),
         }
     }
 }

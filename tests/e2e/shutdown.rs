@@ -103,28 +103,84 @@ async fn shutdown_during_the_creating_call_waits_for_it_and_kills_the_sandbox() 
     assert_eq!(s.sandbox_id().await.unwrap(), None);
 }
 
+/// What the CLI's Ctrl-C and an MCP client's `notifications/cancelled` do:
+/// the call is cancelled, not dropped (a dropped call would leave the
+/// instance unenterable). The create it was waiting on runs to its end, the
+/// call then returns `cancelled` at once, and shutdown kills the sandbox.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: dropping a call mid-create leaves the instance unenterable, so shutdown \
-            traps (`cannot enter component instance`) and the sandbox the host's in-flight \
-            request still creates stays alive until its timeout"]
-async fn shutdown_after_abandoning_the_creating_call_leaves_no_sandbox() {
+async fn a_call_cancelled_while_creating_returns_and_shutdown_leaves_no_sandbox() {
     let server = server().await;
-    let s = session(&server).await;
+    let s = Arc::new(session(&server).await);
     delay_the_create(&server);
-    // The CLI's Ctrl-C does this: the call's future is dropped mid-call
-    // (`interruptible`), then the session is shut down.
-    let abandoned = tokio::time::timeout(
-        CREATE_DELAY / 3,
-        call(&s, "run_command", json!({"command": "echo first"})),
-    )
-    .await;
-    assert!(abandoned.is_err(), "the call was still creating");
-    let shutdown = s.shutdown().await;
-    // Give a create the server still serves time to finish.
-    tokio::time::sleep(CREATE_DELAY * 2).await;
-    let stats = server.stats();
-    assert_eq!(
-        stats.live_sandboxes, 0,
-        "shutdown ({shutdown:?}) left a sandbox alive: {stats:?}"
+    let canceller = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(CREATE_DELAY / 3).await;
+            s.cancel_current_call();
+        })
+    };
+    let result = call(&s, "run_command", json!({"command": "echo first"})).await;
+    canceller.await.unwrap();
+    assert_eq!(result["success"], false, "{result}");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled by the client"),
+        "{result}"
     );
+    assert!(
+        s.shutdown().await.unwrap(),
+        "the sandbox was created, then killed"
+    );
+    assert_eq!(server.stats().live_sandboxes, 0);
+}
+
+/// A running command cancelled from outside the call: its process is
+/// killed within moments and the session goes on with the same sandbox.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_command_is_killed_and_the_session_stays_usable() {
+    let server = server().await;
+    let s = Arc::new(session(&server).await);
+    ok(call(&s, "run_code", json!({"code": "x = 41"})).await);
+    let canceller = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            s.cancel_current_call();
+        })
+    };
+    let started = std::time::Instant::now();
+    let err = s
+        .run_command(&e2b_tools_host::RunCommandArgs {
+            command: "echo started; sleep 300".into(),
+            cwd: None,
+            envs: vec![],
+            timeout_seconds: None,
+        })
+        .await
+        .unwrap()
+        .expect_err("cancelled");
+    canceller.await.unwrap();
+    assert_eq!(err.kind, ErrorKind::Cancelled, "{err:?}");
+    assert!(err.message.contains("was killed"), "{err:?}");
+    assert_eq!(err.partial_output, "started\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    // The kernel's command line is long: search, do not list.
+    let ps = ok(call(
+        &s,
+        "run_command",
+        json!({"command": "ps -eo args | grep -c '^sleep 300' || true"}),
+    )
+    .await);
+    assert_eq!(ps["stdout"], "0\n", "{ps}");
+    let x = ok(call(&s, "run_code", json!({"code": "x + 1"})).await);
+    assert_eq!(x["text"], "42");
+    // A cancellation between calls reaches no later call.
+    s.cancel_current_call();
+    ok(call(&s, "run_command", json!({"command": "true"})).await);
 }

@@ -46,6 +46,17 @@ pub const HOME_DIR: &str = "/home/user";
 /// copies anything into the guest.
 pub const MAX_WRITE_BYTES: usize = 32 << 20;
 
+/// A request header the component sets on requests that must run to their
+/// end even when the host cancels the call (creating, connecting to and
+/// killing a sandbox, stopping a process): cutting them could leave a
+/// sandbox or a process behind. The host removes it before sending.
+pub const HEADER_FINISH_ON_CANCEL: &str = "x-e2b-tools-finish";
+
+/// The text of the `wasi:http` error (`internal-error`) with which the host
+/// fails a cancelled call's requests, so the component can tell a
+/// cancellation from a broken connection.
+pub const CANCELLED_BY_HOST: &str = "e2b-tools: the call was cancelled by the host";
+
 /// The most JSON a `call-tool` takes, in bytes: room for the largest
 /// `write_file` content escaped.
 pub const MAX_ARGUMENTS_BYTES: usize = 2 * MAX_WRITE_BYTES;

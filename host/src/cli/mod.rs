@@ -125,7 +125,7 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, CliFailure
         }
         let result = {
             let _spinner = spinner::Spinner::start(format!("{} running", call_args.tool));
-            interruptible(session.call_json(&call_args.tool, &args)).await
+            cancellable(&session, session.call_json(&call_args.tool, &args)).await
         };
         shutdown_session(&session).await;
         let result = result?.map_err(CliFailure::host)?;
@@ -235,7 +235,7 @@ async fn batch(global: &GlobalArgs) -> Result<u8, CliFailure> {
     let outcome = async {
         let session = open_session(&runtime, global, env).await?;
         let files = RichFiles::new(global.output_dir.clone());
-        let result = interruptible(run_batch_lines(&session, files)).await;
+        let result = cancellable(&session, run_batch_lines(&session, files)).await;
         shutdown_session(&session).await;
         result?
     }
@@ -251,6 +251,9 @@ async fn run_batch_lines(session: &Session, mut files: RichFiles) -> Result<u8, 
     let mut all_succeeded = true;
     while let Some(line) = lines.next_line().await.map_err(CliFailure::host)? {
         number += 1;
+        if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
         if line.trim().is_empty() {
             continue;
         }
@@ -549,6 +552,36 @@ async fn shutdown_session(session: &Session) {
 
 /// Runs `work` unless Ctrl-C comes first (then the caller still shuts the
 /// sandbox down).
+/// Runs `work` (calls on `session`); Ctrl-C cancels the call running then,
+/// which stops its work in the sandbox, waits for it to return (promptly),
+/// and fails with status 130. The session stays usable, so the caller can
+/// still shut its sandbox down.
+async fn cancellable<T>(
+    session: &Session,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, CliFailure> {
+    tokio::pin!(work);
+    tokio::select! {
+        result = &mut work => Ok(result),
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("e2b-tools: interrupted; stopping the call");
+            INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+            session.cancel_current_call();
+            let _ = tokio::time::timeout(CANCEL_WAIT, work).await;
+            Err(CliFailure {
+                code: 130,
+                message: "interrupted".into(),
+            })
+        }
+    }
+}
+
+/// Set by Ctrl-C: a batch starts no further call.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// How long an interrupted command waits for the cancelled call.
+const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn interruptible<T>(work: impl std::future::Future<Output = T>) -> Result<T, CliFailure> {
     tokio::select! {
         result = work => Ok(result),

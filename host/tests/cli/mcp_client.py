@@ -7,6 +7,7 @@ Prints OK on success; raises (non-zero exit) otherwise.
 
 import json
 import sys
+import time
 
 try:
     from jsonschema import Draft202012Validator
@@ -108,6 +109,23 @@ async def main(binary: str) -> None:
             assert messages[-1] == "step 5", updates
             assert len(updates) > len(set(messages)), "a heartbeat while it printed nothing"
             assert [p for p, _ in updates] == sorted(p for p, _ in updates), updates
+            # Cancelling a running command (notifications/cancelled, which
+            # the client sends when its call is abandoned) kills the
+            # process; the session and its sandbox go on.
+            with anyio.move_on_after(2):
+                await session.call_tool("run_command", {"command": "sleep 300"})
+            cancelled_at = time.monotonic()
+            # The kernel's command line is long: search, do not list.
+            ps = await session.call_tool(
+                "run_command", {"command": "ps -eo args | grep -c '^sleep 300' || true"}
+            )
+            waited = time.monotonic() - cancelled_at
+            assert json.loads(ps.content[0].text)["stdout"] == "0\n", ps
+            assert waited < 10, f"the cancelled call took {waited:.1f} s to stop"
+            print(f"cancelled call stopped within {waited:.2f} s")
+            result = await session.call_tool("run_code", {"code": "x + 1"})
+            assert json.loads(result.content[0].text)["text"] == "43", result
+
             # A tool failure is an error result, not a protocol error.
             result = await session.call_tool("read_file", {"path": "/home/user/missing"})
             assert result.is_error, result
