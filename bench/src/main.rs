@@ -14,6 +14,7 @@ use clap::Parser;
 
 mod adk;
 mod latency;
+mod mcp;
 mod memory;
 mod processes;
 mod report;
@@ -30,6 +31,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use latency::*;
+use mcp::*;
 use memory::*;
 use processes::*;
 use report::*;
@@ -208,6 +210,8 @@ async fn run_all(
     }
     eprintln!("bench: stateless call cost");
     stateless_cost(plan, runtime, server, env, &mut report).await?;
+    eprintln!("bench: MCP over stdio and HTTP, and HTTP sessions");
+    mcp_cost(plan, env, &mut report).await?;
     report.wasm_bytes = EMBEDDED_COMPONENT.len() as u64;
     Ok(report)
 }

@@ -143,6 +143,7 @@ pub(crate) struct Report {
     pub(crate) sessions: Vec<SessionsRow>,
     pub(crate) wasm_bytes: u64,
     pub(crate) stateless: Option<StatelessRow>,
+    pub(crate) mcp: Option<McpRow>,
 }
 
 pub(crate) fn ms(d: Duration) -> String {
@@ -342,6 +343,10 @@ impl Report {
         );
 
         if let Some(row) = &self.stateless {
+            row.markdown(&mut out);
+            out.push('\n');
+        }
+        if let Some(row) = &self.mcp {
             row.markdown(&mut out);
             out.push('\n');
         }

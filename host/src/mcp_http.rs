@@ -186,7 +186,13 @@ impl McpHttpServer {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<(), McpError> {
         let cancel = self.cancel.clone();
-        let served = axum::serve(self.listener, self.router)
+        use axum::serve::ListenerExt as _;
+        // Small JSON-RPC answers: without TCP_NODELAY each waits ~40 ms
+        // for the client's delayed ACK.
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let served = axum::serve(listener, self.router)
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 cancel.cancel();
