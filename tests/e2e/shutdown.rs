@@ -184,3 +184,39 @@ async fn a_cancelled_command_is_killed_and_the_session_stays_usable() {
     s.cancel_current_call();
     ok(call(&s, "run_command", json!({"command": "true"})).await);
 }
+
+/// Cancelled code: its stream is cut, which interrupts the execution (the
+/// interpreter's answer to a client that went away), and the kernel goes
+/// on with its state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelled_code_is_interrupted_and_the_kernel_keeps_its_state() {
+    let server = server().await;
+    let s = Arc::new(session(&server).await);
+    ok(call(&s, "run_code", json!({"code": "x = 41"})).await);
+    let canceller = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            s.cancel_current_call();
+        })
+    };
+    let started = std::time::Instant::now();
+    let result = call(
+        &s,
+        "run_code",
+        json!({"code": "import time\nprint('going', flush=True)\ntime.sleep(300)"}),
+    )
+    .await;
+    canceller.await.unwrap();
+    assert_eq!(result["success"], false, "{result}");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled by the client"),
+        "{result}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let x = ok(call(&s, "run_code", json!({"code": "x + 1"})).await);
+    assert_eq!(x["text"], "42", "{x}");
+}
