@@ -53,6 +53,105 @@ pub enum McpError {
 pub struct McpServer {
     session: Arc<SessionSlot>,
     catalog: Catalog,
+    stateless: Option<StatelessTools>,
+}
+
+/// How clients of the stateless revision (2026-07-28: no MCP session, each
+/// request on its own) are served: by the stateless component, a fresh
+/// instance per call, the sandbox travelling as a `sandbox_id` argument and
+/// result field, as in a plugin host. Without it such a client would get a
+/// fresh sandbox for every call and lose its state without a word.
+#[derive(Clone)]
+pub struct StatelessTools {
+    runtime: crate::StatelessRuntime,
+    options: crate::StatelessOptions,
+    tools: Arc<Vec<Tool>>,
+}
+
+impl StatelessTools {
+    /// The tools of `catalog` with a `sandbox_id` argument and result
+    /// field, and `close_sandbox`.
+    pub fn new(
+        runtime: crate::StatelessRuntime,
+        options: crate::StatelessOptions,
+        catalog: &Catalog,
+    ) -> Self {
+        let mut tools: Vec<Tool> = catalog
+            .tools
+            .iter()
+            .map(|tool| {
+                let mut tool = tool.clone();
+                let mut input = (*tool.input_schema).clone();
+                add_property(
+                    &mut input,
+                    "sandbox_id",
+                    serde_json::json!({
+                        "type": "string",
+                        "description": "The sandbox_id of an earlier result, to work in that sandbox (its files, variables and processes); omit it to create a sandbox."
+                    }),
+                );
+                tool.input_schema = Arc::new(input);
+                if let Some(output) = &tool.output_schema {
+                    let mut output = (**output).clone();
+                    add_property(&mut output, "sandbox_id", serde_json::json!({"type": "string", "description": "The sandbox the call ran in: pass it to the next call."}));
+                    add_property(&mut output, "kind", serde_json::json!({"type": "string", "description": "The error kind when success is false."}));
+                    tool.output_schema = Some(Arc::new(output));
+                }
+                let description = format!(
+                    "{} Pass the sandbox_id of an earlier result to keep working in the same sandbox; call close_sandbox when done.",
+                    tool.description.as_deref().unwrap_or("")
+                );
+                tool.description = Some(description.into());
+                tool
+            })
+            .collect();
+        let input: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "type": "object",
+            "properties": {"sandbox_id": {"type": "string", "description": "The sandbox to close."}},
+            "required": ["sandbox_id"],
+        }))
+        .unwrap_or_default();
+        let output: Map<String, Value> = serde_json::from_value(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "closed": {"type": "string", "enum": ["killed", "paused", "gone"]},
+                "sandbox_id": {"type": "string"},
+                "success": {"type": "boolean"},
+                "error": {"type": "string"},
+                "partial_output": {"type": "string"},
+                "kind": {"type": "string"},
+            },
+            "required": ["success"],
+        }))
+        .unwrap_or_default();
+        tools.push(
+            Tool::new(
+                "close_sandbox",
+                "Close a sandbox when the work is done: kill it (or pause it if it was made to pause at its timeout). Answers with closed: killed, paused, or gone.",
+                input,
+            )
+            .with_title("Close the sandbox")
+            .with_raw_output_schema(Arc::new(output))
+            .with_annotations(
+                ToolAnnotations::with_title("Close the sandbox")
+                    .read_only(false)
+                    .destructive(true)
+                    .idempotent(true)
+                    .open_world(false),
+            ),
+        );
+        Self {
+            runtime,
+            options,
+            tools: Arc::new(tools),
+        }
+    }
+}
+
+fn add_property(schema: &mut Map<String, Value>, name: &str, property: Value) {
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(name.to_string(), property);
+    }
 }
 
 /// The tools and instructions as MCP serves them: read once from a
@@ -161,6 +260,7 @@ impl McpServer {
         Ok(Self {
             session: Arc::new(slot),
             catalog,
+            stateless: None,
         })
     }
 
@@ -168,6 +268,7 @@ impl McpServer {
     /// and `cleanup` shuts down when the connection's handler is dropped.
     pub(crate) fn lazy(
         catalog: Catalog,
+        stateless: StatelessTools,
         open: SessionOpener,
         cleanup: tokio_util::task::TaskTracker,
         live: crate::mcp_http::LiveSession,
@@ -181,7 +282,19 @@ impl McpServer {
         Self {
             session: Arc::new(slot),
             catalog,
+            stateless: Some(stateless),
         }
+    }
+
+    /// The stateless tools, when `context` is a request of the stateless
+    /// revision (it names its protocol version itself) and this server has
+    /// them.
+    fn stateless_for(&self, context: &RequestContext<RoleServer>) -> Option<&StatelessTools> {
+        let modern = context
+            .meta
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= rmcp::model::ProtocolVersion::NO_INITIALIZE.as_str());
+        self.stateless.as_ref().filter(|_| modern)
     }
 
     /// The session the tools run in, if it is open.
@@ -233,11 +346,13 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.catalog.tools.as_ref().clone(),
-        ))
+        let tools = match self.stateless_for(&context) {
+            Some(stateless) => &stateless.tools,
+            None => &self.catalog.tools,
+        };
+        Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
     }
 
     async fn call_tool(
@@ -245,6 +360,27 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(stateless) = self.stateless_for(&context) {
+            if !stateless.tools.iter().any(|t| t.name == request.name) {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool: {}", request.name),
+                    None,
+                ));
+            }
+            let args = Value::Object(request.arguments.unwrap_or_default());
+            let result = stateless
+                .runtime
+                .call(&stateless.options, &request.name, &args)
+                .await
+                .unwrap_or_else(|err| {
+                    serde_json::json!({
+                        "success": false,
+                        "error": err.to_string(),
+                        "partial_output": "",
+                    })
+                });
+            return Ok(tool_result(result).into());
+        }
         if !self.catalog.tools.iter().any(|t| t.name == request.name) {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", request.name),

@@ -35,7 +35,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::mcp::{Catalog, McpError, McpServer, SessionOpener};
+use crate::mcp::{Catalog, McpError, McpServer, SessionOpener, StatelessTools};
 use crate::runtime::Runtime;
 use crate::session::{Session, SessionOptions};
 
@@ -113,6 +113,17 @@ impl McpHttpServer {
         let probe = Session::open(&runtime, session_options.clone()).await?;
         let catalog = Catalog::read(&probe).await?;
         drop(probe);
+        let stateless_runtime = tokio::task::spawn_blocking(|| {
+            crate::StatelessRuntime::load(crate::ComponentSource::EmbeddedStateless)
+        })
+        .await
+        .map_err(|err| McpError::Transport(err.to_string()))?
+        .map_err(|err| McpError::Transport(format!("loading the stateless component: {err}")))?;
+        let stateless = StatelessTools::new(
+            stateless_runtime,
+            crate::StatelessOptions::for_session(&session_options),
+            &catalog,
+        );
         let listener = tokio::net::TcpListener::bind(options.addr)
             .await
             .map_err(|err| McpError::Transport(format!("bind {}: {err}", options.addr)))?;
@@ -134,6 +145,7 @@ impl McpHttpServer {
                 let counted = LiveSession(live.clone());
                 Ok(McpServer::lazy(
                     catalog.clone(),
+                    stateless.clone(),
                     open.clone(),
                     cleanup.clone(),
                     counted,

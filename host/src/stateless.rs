@@ -55,6 +55,53 @@ impl Default for StatelessOptions {
     }
 }
 
+impl StatelessOptions {
+    /// The stateless counterpart of a session's options: the same
+    /// environment, cap and budget, and the `config` options the stateless
+    /// world takes as its `E2B_TOOLS_*` variables (template, timeout,
+    /// output bound, on-timeout, tools); the rest it does not have.
+    pub fn for_session(options: &crate::SessionOptions) -> Self {
+        let config = &options.config;
+        let mut env = options.env.clone();
+        let vars = [
+            ("E2B_TOOLS_TEMPLATE", config.template.clone()),
+            (
+                "E2B_TOOLS_TIMEOUT",
+                config.timeout_seconds.map(|t| t.to_string()),
+            ),
+            (
+                "E2B_TOOLS_MAX_OUTPUT_BYTES",
+                config.max_output_bytes.map(|n| n.to_string()),
+            ),
+            (
+                "E2B_TOOLS_ON_TIMEOUT",
+                config.on_timeout.map(|t| match t {
+                    crate::OnTimeout::Kill => "kill".to_string(),
+                    crate::OnTimeout::Pause => "pause".to_string(),
+                }),
+            ),
+            (
+                "E2B_TOOLS_ENABLED",
+                config.tools.as_ref().map(|t| t.join(",")),
+            ),
+            ("E2B_DOMAIN", config.domain.clone()),
+            ("E2B_API_URL", config.api_url.clone()),
+            ("E2B_SANDBOX_URL", config.sandbox_url.clone()),
+        ];
+        for (name, value) in vars {
+            if let Some(value) = value {
+                env.insert(name.to_string(), value);
+            }
+        }
+        Self {
+            env,
+            policy: options.policy.clone(),
+            memory_limit: options.memory_limit,
+            fuel_per_call: options.fuel_per_call,
+        }
+    }
+}
+
 /// The stateless component, compiled once; every [`call`](Self::call)
 /// instantiates it afresh.
 #[derive(Clone)]

@@ -172,41 +172,10 @@ async fn call_stateless(
     if let (Some(id), Some(map)) = (&global.sandbox_id, args.as_object_mut()) {
         map.entry("sandbox_id").or_insert_with(|| json!(id));
     }
-    let (backend, mut env) = start_backend(global).await?;
+    let (backend, env) = start_backend(global).await?;
     // The stateless world has no configure(): the flags travel as its
     // documented variables.
-    let flags = [
-        ("E2B_TOOLS_TEMPLATE", global.template.clone()),
-        ("E2B_TOOLS_TIMEOUT", global.timeout.map(|t| t.to_string())),
-        (
-            "E2B_TOOLS_MAX_OUTPUT_BYTES",
-            global.max_output_bytes.map(|n| n.to_string()),
-        ),
-        (
-            "E2B_TOOLS_ON_TIMEOUT",
-            global.on_timeout.map(|t| match t {
-                OnTimeoutArg::Kill => "kill".to_string(),
-                OnTimeoutArg::Pause => "pause".to_string(),
-            }),
-        ),
-        (
-            "E2B_TOOLS_ENABLED",
-            (!global.tools.is_empty()).then(|| global.tools.join(",")),
-        ),
-        ("E2B_DOMAIN", global.domain.clone()),
-        ("E2B_API_URL", global.api_url.clone()),
-        ("E2B_SANDBOX_URL", global.sandbox_url.clone()),
-    ];
-    for (name, value) in flags {
-        if let Some(value) = value {
-            env.insert(name.to_string(), value);
-        }
-    }
-    let options = StatelessOptions {
-        env,
-        memory_limit: global.memory_limit_mib.saturating_mul(1 << 20),
-        ..StatelessOptions::default()
-    };
+    let options = StatelessOptions::for_session(&session_options(global, env));
     let result = {
         let _spinner = spinner::Spinner::start(format!("{} running", call_args.tool));
         interruptible(runtime.call(&options, &call_args.tool, &args)).await

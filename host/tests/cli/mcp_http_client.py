@@ -16,6 +16,7 @@ import time
 import anyio
 import httpx
 from jsonschema import Draft202012Validator
+from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -130,6 +131,25 @@ async def sessions() -> None:
             assert stopped["signal"] == "SIGTERM", stopped
             failed = await a.call_tool("read_file", {"path": "/nope"})
             assert failed.is_error and failed.structured_content["success"] is False, failed
+    wait_for_sandboxes(0)
+
+    # A client of the stateless revision (2026-07-28, the SDK's default
+    # "auto" mode) has no MCP session: the sandbox travels as sandbox_id.
+    transport = streamable_http_client(URL, http_client=create_mcp_http_client(headers=AUTH))
+    async with Client(transport) as modern:
+        assert modern.protocol_version == "2026-07-28", modern.protocol_version
+        listed = await modern.list_tools()
+        stateless_schemas = {t.name: t.output_schema for t in listed.tools}
+        assert "close_sandbox" in stateless_schemas, stateless_schemas
+        first = await call(modern, stateless_schemas, "run_code", {"code": "x = 41"})
+        sandbox = first["sandbox_id"]
+        again = await call(
+            modern, stateless_schemas, "run_code", {"code": "x + 1", "sandbox_id": sandbox}
+        )
+        assert again["text"] == "42" and again["sandbox_id"] == sandbox, again
+        wait_for_sandboxes(1)
+        closed = await call(modern, stateless_schemas, "close_sandbox", {"sandbox_id": sandbox})
+        assert closed["closed"] == "killed", closed
     wait_for_sandboxes(0)
 
     # One session left open with a sandbox (no DELETE): shutdown must kill it.
