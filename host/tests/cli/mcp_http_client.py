@@ -66,6 +66,20 @@ async def sessions() -> None:
     evil = {**ACCEPT, **AUTH, "Origin": "http://evil.example"}
     assert httpx.post(URL, json=INIT, headers=evil).status_code == 403
     assert httpx.post(URL, content=b"{not json", headers={**ACCEPT, **AUTH}).status_code in (400, 415, 422)
+    # A body over the bound is refused before it is read.
+    huge = b"x" * (65 * 1024 * 1024 + 1)
+    assert httpx.post(URL, content=huge, headers={**ACCEPT, **AUTH}, timeout=60).status_code == 413
+    with httpx.Client(headers={**ACCEPT, **AUTH}, timeout=60) as raw:
+        sid = raw.post(URL, json=INIT).headers["mcp-session-id"]
+        headers = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        raw.post(URL, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        # An unknown method is JSON-RPC's "method not found".
+        unknown = raw.post(URL, json={"jsonrpc": "2.0", "id": 7, "method": "tools/explode"}, headers=headers)
+        assert '"code":-32601' in unknown.text.replace(" ", ""), unknown.text
+        # After DELETE the session is gone: 404, as the specification says.
+        assert raw.delete(URL, headers=headers).status_code in (200, 202, 204)
+        closed = raw.post(URL, json={"jsonrpc": "2.0", "id": 8, "method": "tools/list"}, headers=headers)
+        assert closed.status_code == 404, closed
     wait_for_sandboxes(0)
 
     async with streamable_http_client(URL, http_client=create_mcp_http_client(headers=AUTH)) as (read_a, write_a):
