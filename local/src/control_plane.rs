@@ -118,6 +118,12 @@ async fn create_v2(State(api): State<Api>, body: Bytes) -> Response {
     create(api, &body, DEFAULT_TIMEOUT_V2).await
 }
 
+/// The templates the local server knows, by E2B's public aliases: `base`
+/// (the SDK's default) and `code-interpreter-v1` (the code interpreter's).
+/// Both run on the host's own software under the sandbox's isolation (see
+/// local/README.md).
+pub const TEMPLATES: [&str; 2] = ["base", e2b_wire::api::DEFAULT_TEMPLATE];
+
 async fn create_v1(State(api): State<Api>, body: Bytes) -> Response {
     create(api, &body, DEFAULT_TIMEOUT_V1).await
 }
@@ -132,6 +138,18 @@ async fn create(api: Api, body: &[u8], default_timeout: u32) -> Response {
     };
     if request.template_id.trim().is_empty() {
         return api_error(StatusCode::BAD_REQUEST, "templateID is required");
+    }
+    // As E2B answers a template it does not know: not found, rather than a
+    // sandbox of something else.
+    if !TEMPLATES.contains(&request.template_id.as_str()) {
+        return api_error(
+            StatusCode::NOT_FOUND,
+            format!(
+                "template '{}' not found (this local server has {})",
+                request.template_id,
+                TEMPLATES.join(", ")
+            ),
+        );
     }
     let timeout = match check_timeout(request.timeout.unwrap_or(i64::from(default_timeout))) {
         Ok(t) => t,

@@ -70,6 +70,10 @@ suite = "conformance-" + tag
 sbx = Sandbox.create(metadata={"suite": suite, "tag": tag}, envs={"GLOBAL_VAR": "from-create"}, timeout=120)
 other = Sandbox.create(template="base", metadata={"suite": suite, "tag": "other"}, timeout=120)
 step("create with metadata and envs")
+# The SDK raises its generic SandboxException for a 404 on create.
+e = expect_raises(SandboxException, Sandbox.create, template="no-such-template-" + tag)
+assert str(e).startswith("404: template 'no-such-template-"), str(e)
+step("an unknown template is not found")
 
 # Commands
 r = sbx.commands.run("echo $GLOBAL_VAR $LOCAL_VAR; pwd", envs={"LOCAL_VAR": "local"})

@@ -68,7 +68,9 @@ async fn python_sdk_scenario() {
     let h = start().await;
     run_scenario(&h, &python).await;
     let stats = h.server.stats();
-    assert_eq!(stats.count("POST /v2/sandboxes"), 2, "{stats:?}");
+    // Two sandboxes, and the create of an unknown template refused.
+    assert_eq!(stats.count("POST /v2/sandboxes"), 3, "{stats:?}");
+    assert_eq!(stats.sandboxes_created, 2, "{stats:?}");
     assert!(stats.count("POST /execute") >= 3, "{stats:?}");
     h.server.shutdown().await;
 }
@@ -79,7 +81,8 @@ async fn python_sdk_v1_scenario() {
     let h = start().await;
     run_scenario(&h, &python).await;
     let stats = h.server.stats();
-    assert_eq!(stats.count("POST /sandboxes"), 2, "{stats:?}");
+    assert_eq!(stats.count("POST /sandboxes"), 3, "{stats:?}");
+    assert_eq!(stats.sandboxes_created, 2, "{stats:?}");
     assert_eq!(stats.count("POST /v2/sandboxes"), 0, "{stats:?}");
     h.server.shutdown().await;
 }

@@ -167,6 +167,21 @@ async fn auth_and_bad_requests() {
     }
     let resp = h.api_send(Method::GET, "/nope").await;
     assert_eq!(resp.status(), 404);
+    // An unknown template is not found, as on E2B, and nothing is created.
+    let resp = h
+        .api(Method::POST, "/v2/sandboxes")
+        .json(&json!({"templateID": "my-tpl"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["code"], 404);
+    assert!(
+        v["message"].as_str().unwrap().starts_with("template 'my-tpl' not found"),
+        "{v}"
+    );
+    assert_eq!(h.server.stats().sandboxes_created, 0);
     h.server.shutdown().await;
 }
 
