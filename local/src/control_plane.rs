@@ -40,6 +40,8 @@ pub(crate) fn router(registry: Arc<Registry>, api_key: String) -> Router {
         .route("/v2/sandboxes", post(create_v2).get(list))
         .route("/sandboxes", post(create_v1).get(list))
         .route("/sandboxes/{id}", get(detail).delete(kill))
+        .route("/sandboxes/{id}/metrics", get(metrics))
+        .route("/sandboxes/metrics", get(many_metrics))
         .route("/sandboxes/{id}/timeout", post(set_timeout))
         .route("/sandboxes/{id}/connect", post(connect))
         .route("/v2/sandboxes/{id}/connect", post(connect))
@@ -174,6 +176,35 @@ async fn detail(State(api): State<Api>, Path(id): Path<String>) -> Response {
         Some(s) => Json(s.detail(true)).into_response(),
         None => not_found(&id),
     }
+}
+
+/// `GET /sandboxes/{id}/metrics`: one sample, now (E2B keeps a series
+/// sampled every few seconds between `start` and `end`; this server takes
+/// the sample when asked).
+async fn metrics(State(api): State<Api>, Path(id): Path<String>) -> Response {
+    match api.registry.get(&id) {
+        Some(s) => Json(vec![s.metric()]).into_response(),
+        None => not_found(&id),
+    }
+}
+
+/// `GET /sandboxes/metrics?sandbox_ids=a,b`: the latest sample of each
+/// sandbox named that exists.
+async fn many_metrics(State(api): State<Api>, RawQuery(query): RawQuery) -> Response {
+    let mut sandboxes = BTreeMap::new();
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(query.as_deref().unwrap_or("")).unwrap_or_default();
+    for (key, value) in pairs {
+        if key != "sandbox_ids" {
+            continue;
+        }
+        for id in value.split(',').map(str::trim).filter(|id| !id.is_empty()) {
+            if let Some(s) = api.registry.get(id) {
+                sandboxes.insert(id.to_string(), s.metric());
+            }
+        }
+    }
+    Json(e2b_wire::api::SandboxesWithMetrics { sandboxes }).into_response()
 }
 
 async fn kill(State(api): State<Api>, Path(id): Path<String>) -> Response {

@@ -44,6 +44,9 @@ pub(crate) struct Sandbox {
     interpreter: Mutex<Option<Arc<Interpreter>>>,
     /// True while paused or after death: open responses are cut.
     gone: tokio::sync::watch::Sender<bool>,
+    /// The previous metrics sample's time and CPU time (ns), for the CPU
+    /// use between samples.
+    last_cpu: Mutex<(Instant, u64)>,
 }
 
 impl Sandbox {
@@ -73,6 +76,7 @@ impl Sandbox {
                 end_at: now + Duration::from_secs(timeout_secs),
             }),
             interpreter: Mutex::new(None),
+            last_cpu: Mutex::new((Instant::now(), 0)),
             gone: tokio::sync::watch::Sender::new(false),
         }
     }
@@ -267,5 +271,47 @@ impl KernelSpawner for SandboxSpawner {
 
     fn global_envs(&self) -> BTreeMap<String, String> {
         self.envs.clone()
+    }
+}
+
+impl Sandbox {
+    /// A metrics sample now, from the sandbox's cgroup and filesystem: CPU
+    /// use since the previous sample (or the start), memory and disk. What
+    /// the server cannot know (no cgroup: an unprivileged server) is 0.
+    pub fn metric(&self) -> e2b_wire::api::SandboxMetric {
+        let (usage, disk) = self.runner.usage();
+        let now = Instant::now();
+        let cpu_ns = usage.cpu_ns.unwrap_or(0);
+        let cpu_used_pct = match self.last_cpu.lock() {
+            Ok(mut last) => {
+                let (then, before) = *last;
+                *last = (now, cpu_ns);
+                let wall = now.duration_since(then).as_nanos() as f64;
+                let cpus = f64::from(self.limits.cpu_count.max(1));
+                if wall > 0.0 {
+                    (cpu_ns.saturating_sub(before) as f64 / wall / cpus * 100.0).min(100.0)
+                } else {
+                    0.0
+                }
+            }
+            Err(_) => 0.0,
+        };
+        let wall = SystemTime::now();
+        let unix = wall
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        let (disk_used, disk_total) = disk.unwrap_or((0, 0));
+        e2b_wire::api::SandboxMetric {
+            timestamp: humantime::format_rfc3339_seconds(wall).to_string(),
+            timestamp_unix: unix,
+            cpu_count: self.limits.cpu_count,
+            cpu_used_pct: (cpu_used_pct * 100.0).round() / 100.0,
+            mem_used: usage.memory.unwrap_or(0),
+            mem_total: u64::from(self.limits.memory_mb) << 20,
+            mem_cache: usage.cache.unwrap_or(0),
+            disk_used,
+            disk_total,
+        }
     }
 }

@@ -116,6 +116,37 @@ pub struct Sandbox {
     pub domain: Option<String>,
 }
 
+/// One sample of `GET /sandboxes/{id}/metrics` (`SandboxMetric`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxMetric {
+    /// When it was taken (RFC 3339).
+    pub timestamp: String,
+    /// The same, in seconds since the Unix epoch.
+    pub timestamp_unix: i64,
+    /// CPUs the sandbox may use.
+    pub cpu_count: u32,
+    /// CPU use since the previous sample, in percent of those CPUs.
+    pub cpu_used_pct: f64,
+    /// Memory in use, in bytes.
+    pub mem_used: u64,
+    /// Memory the sandbox may use, in bytes.
+    pub mem_total: u64,
+    /// Of `mem_used`, page cache, in bytes.
+    pub mem_cache: u64,
+    /// Disk in use, in bytes.
+    pub disk_used: u64,
+    /// Disk size, in bytes.
+    pub disk_total: u64,
+}
+
+/// `GET /sandboxes/metrics`: the latest metric of each sandbox asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SandboxesWithMetrics {
+    /// By sandbox id.
+    pub sandboxes: std::collections::BTreeMap<String, SandboxMetric>,
+}
+
 /// `SandboxDetail` (`GET /sandboxes/{id}`) and, without the token,
 /// `ListedSandbox` (`GET /v2/sandboxes`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -48,6 +48,9 @@ pub enum Enforcement {
         pids: PathBuf,
         /// The `cpu` hierarchy.
         cpu: PathBuf,
+        /// The `cpuacct` hierarchy when it is mounted apart and writable:
+        /// it only counts (the CPU use of metrics), it limits nothing.
+        cpuacct: Option<PathBuf>,
     },
     /// A cgroup v2 directory whose children get the controllers.
     CgroupV2 {
@@ -79,8 +82,23 @@ impl Enforcement {
                 for d in [&memory, &pids, &cpu] {
                     sweep_dead_servers(d);
                 }
+                // Where `cpu` does not count usage itself (cpu and cpuacct
+                // mounted apart), the counting group joins the set.
+                let cpuacct = (!cpu.join("cpuacct.usage").exists())
+                    .then(|| v1("cpuacct"))
+                    .flatten()
+                    .filter(|d| std::fs::create_dir_all(d.join(&own)).is_ok())
+                    .map(|d| {
+                        sweep_dead_servers(&d);
+                        d.join(&own)
+                    });
                 let [memory, pids, cpu] = mine;
-                return Enforcement::CgroupV1 { memory, pids, cpu };
+                return Enforcement::CgroupV1 {
+                    memory,
+                    pids,
+                    cpu,
+                    cpuacct,
+                };
             }
         }
         let controllers =
@@ -122,8 +140,10 @@ impl Enforcement {
                 memory: m,
                 pids,
                 cpu,
+                cpuacct,
             } => {
-                let dirs = vec![m.join(id), pids.join(id), cpu.join(id)];
+                let mut dirs = vec![m.join(id), pids.join(id), cpu.join(id)];
+                dirs.extend(cpuacct.as_ref().map(|d| d.join(id)));
                 for d in &dirs {
                     std::fs::create_dir_all(d)?;
                 }
@@ -190,6 +210,17 @@ fn is_writable_cgroup(dir: &Path) -> bool {
         && rustix::fs::access(dir, rustix::fs::Access::WRITE_OK).is_ok()
 }
 
+/// What a sandbox's processes use, as its cgroup counts it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// CPU time, in nanoseconds.
+    pub cpu_ns: Option<u64>,
+    /// Memory, in bytes.
+    pub memory: Option<u64>,
+    /// Of which page cache, in bytes.
+    pub cache: Option<u64>,
+}
+
 /// One sandbox's cgroup (a directory per v1 hierarchy, or one v2 directory).
 #[derive(Debug)]
 pub struct Cgroup {
@@ -200,6 +231,42 @@ impl Cgroup {
     /// The `cgroup.procs` files a process writes its pid into to join.
     pub fn procs_files(&self) -> Vec<PathBuf> {
         self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
+    }
+
+    /// What the group's processes use now: CPU time in nanoseconds, memory
+    /// and its page cache in bytes (`None` where the hierarchy lacks the
+    /// file).
+    pub fn usage(&self) -> Usage {
+        let read = |name: &str| {
+            self.dirs
+                .iter()
+                .find_map(|d| std::fs::read_to_string(d.join(name)).ok())
+        };
+        let stat_field = |text: &str, key: &str| {
+            text.lines().find_map(|l| {
+                l.strip_prefix(key)?
+                    .strip_prefix(' ')?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+        };
+        let number = |name: &str| read(name).and_then(|t| t.trim().parse::<u64>().ok());
+        // v1: cpuacct.usage (ns), memory.usage_in_bytes, memory.stat cache;
+        // v2: cpu.stat usage_usec, memory.current, memory.stat file.
+        let cpu_ns = number("cpuacct.usage").or_else(|| {
+            read("cpu.stat")
+                .and_then(|t| stat_field(&t, "usage_usec"))
+                .map(|us| us * 1_000)
+        });
+        let memory = number("memory.usage_in_bytes").or_else(|| number("memory.current"));
+        let cache = read("memory.stat")
+            .and_then(|t| stat_field(&t, "cache").or_else(|| stat_field(&t, "file")));
+        Usage {
+            cpu_ns,
+            memory,
+            cache,
+        }
     }
 
     /// Moves `pid` into the group.

@@ -38,8 +38,8 @@ use crate::paths::SandboxPaths;
 use crate::Isolation;
 use ids::IdBlocks;
 pub use ids::{HostIds, SandboxUser};
-pub use limits::Limits;
 use limits::{Cgroup, Disk, Enforcement};
+pub use limits::{Limits, Usage};
 use network::Internet;
 use rootfs::RootFs;
 
@@ -411,6 +411,26 @@ impl SandboxRunner {
     /// What this sandbox may use.
     pub fn limits(&self) -> Limits {
         self.launcher.limits()
+    }
+
+    /// What its processes use now (nothing known without a cgroup), and
+    /// its writable filesystem's used and total bytes.
+    pub fn usage(&self) -> (Usage, Option<(u64, u64)>) {
+        let usage = self
+            .held
+            .lock()
+            .ok()
+            .and_then(|h| {
+                h.as_ref()
+                    .and_then(|h| h.cgroup.as_ref().map(Cgroup::usage))
+            })
+            .unwrap_or_default();
+        let disk = rustix::fs::statvfs(self.paths.root()).ok().map(|s| {
+            let block = s.f_frsize.max(1);
+            let total = s.f_blocks * block;
+            (total.saturating_sub(s.f_bfree * block), total)
+        });
+        (usage, disk)
     }
 
     /// The host uid and gid that files the server creates for `who` must

@@ -182,6 +182,19 @@ both = Sandbox.list(query=SandboxQuery(metadata={"suite": suite})).next_items()
 assert {s.sandbox_id for s in both} == {sbx.sandbox_id, other.sandbox_id}
 step("list with a metadata filter")
 
+# Metrics: the sandbox's real use. 20 MiB written show on its disk, a
+# second of busy CPU in its CPU use.
+sbx.metrics_baseline = sbx.get_metrics()
+sbx.commands.run("head -c 20971520 /dev/urandom > /home/user/metrics.bin; timeout 1 sh -c 'while :; do :; done'; true")
+metrics = sbx.get_metrics()
+assert len(metrics) >= 1, metrics
+m = metrics[-1]
+assert m.cpu_count == 2 and m.mem_total == 512 << 20, m
+assert m.disk_used >= 20 << 20 and m.disk_total >= m.disk_used, m
+assert 0 < m.mem_used <= m.mem_total, m
+assert m.cpu_used_pct > 0, m
+step("get_metrics reports CPU, memory and disk")
+
 assert sbx.is_running() is True
 assert sbx.kill() is True
 assert sbx.is_running() is False

@@ -178,7 +178,10 @@ async fn auth_and_bad_requests() {
     let v: Value = resp.json().await.unwrap();
     assert_eq!(v["code"], 404);
     assert!(
-        v["message"].as_str().unwrap().starts_with("template 'my-tpl' not found"),
+        v["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("template 'my-tpl' not found"),
         "{v}"
     );
     assert_eq!(h.server.stats().sandboxes_created, 0);
