@@ -1,14 +1,12 @@
-//! `EntryInfo` for a file as envd describes it: Go-style mode bits and
-//! permission string, owner, RFC 3339 modification time.
+//! `EntryInfo` for a file as envd describes it: permission bits (the SDK's
+//! own tests expect a directory's `mode` to be `0o755`, not Go's
+//! `os.ModeDir | 0o755`), Go's permission string, owner, RFC 3339
+//! modification time.
 
 use e2b_wire::filesystem::{EntryInfo, FileType};
 
 use super::sandbox_fs::{Meta, OwnerNames};
 use crate::sandbox::rfc3339;
-
-/// Go's `os.ModeDir` and `os.ModeSymlink`.
-const GO_MODE_DIR: u32 = 1 << 31;
-const GO_MODE_SYMLINK: u32 = 1 << 27;
 
 /// Describes the entry at sandbox path `sandbox_path`, lstat'ed as `meta`;
 /// for a symlink, `symlink_target` is what it says and `link_to_dir`
@@ -41,14 +39,7 @@ pub fn entry_info(
         (FileType::File, None)
     };
     let perm = meta.perm & 0o777;
-    let mode = perm
-        | if is_link {
-            GO_MODE_SYMLINK
-        } else if is_dir {
-            GO_MODE_DIR
-        } else {
-            0
-        };
+    let mode = perm;
     EntryInfo {
         name,
         file_type,

@@ -730,9 +730,18 @@ impl SandboxFs {
         meta: &Meta,
     ) -> EntryInfo {
         let (target, to_dir) = if meta.is_symlink() {
+            // As envd reports it: absolute, a relative target taken from
+            // the link's directory (a text, never followed here).
             let target = rustix::fs::readlinkat(parent, name, Vec::new())
                 .ok()
-                .map(|t| t.to_string_lossy().into_owned());
+                .map(|t| t.to_string_lossy().into_owned())
+                .map(|t| match t.starts_with('/') {
+                    true => crate::paths::clean(&t),
+                    false => {
+                        let dir = shown.rsplit_once('/').map_or("/", |(d, _)| d);
+                        crate::paths::clean(&format!("{dir}/{t}"))
+                    }
+                });
             // Where the link leads, resolved as the sandbox would.
             let to_dir = self
                 .resolve(rel, OFlags::PATH, 0)

@@ -142,6 +142,21 @@ if HAS_INTERPRETER:  # 2.63: octet-stream and gzip uploads
     assert sbx.files.read("/tmp/z.txt") == "zipped" * 1000
 step("files write/read/list/make_dir/rename/remove/exists")
 
+# Entry info as the SDK's own tests expect it: permission bits in `mode`,
+# Go's permission string, owner names, a relative symlink's absolute target.
+sbx.files.write("info/test.txt", "test")
+info = sbx.files.get_info("info/test.txt")
+assert (info.size, info.mode, info.permissions) == (4, 0o644, "-rw-r--r--"), info
+assert (info.owner, info.group) == ("user", "user") and info.modified_time, info
+info = sbx.files.get_info("info")
+assert (info.type, info.mode, info.permissions) == (FileType.DIR, 0o755, "drwxr-xr-x"), info
+sbx.commands.run("ln -s test.txt link.txt", cwd="/home/user/info")
+link = sbx.files.get_info("info/link.txt")
+assert link.type == FileType.FILE, link
+assert link.symlink_target == "/home/user/info/test.txt", link
+expect_raises(NotFoundException, sbx.files.get_info, "info/missing.txt")
+step("entry info: mode, permissions, owner, symlink target")
+
 sbx.commands.run("echo from-command > /tmp/cmd.txt")
 assert sbx.files.read("/tmp/cmd.txt") == "from-command\n"
 step("a file written by a command is read through the files API")
