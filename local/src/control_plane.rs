@@ -282,8 +282,31 @@ async fn list(State(api): State<Api>, RawQuery(query): RawQuery) -> Response {
     let mut states: Vec<String> = Vec::new();
     let mut template: Option<&str> = None;
     let mut started_after: Option<std::time::SystemTime> = None;
+    let mut limit = MAX_LIST_LIMIT;
+    let mut after: Option<&str> = None;
+    let mut descending = false;
     for (key, value) in &pairs {
         match key.as_str() {
+            "limit" => match value.parse::<usize>() {
+                Ok(n) if (1..=MAX_LIST_LIMIT).contains(&n) => limit = n,
+                _ => {
+                    return api_error(
+                        StatusCode::BAD_REQUEST,
+                        format!("invalid limit '{value}': expected 1 to {MAX_LIST_LIMIT}"),
+                    )
+                }
+            },
+            "nextToken" => after = Some(value),
+            "order" => match value.as_str() {
+                "asc" => descending = false,
+                "desc" => descending = true,
+                _ => {
+                    return api_error(
+                        StatusCode::BAD_REQUEST,
+                        format!("invalid order '{value}': expected asc or desc"),
+                    )
+                }
+            },
             "metadata" => {
                 // `k=v&k2=v2`, each part percent-encoded once more.
                 let inner: Vec<(String, String)> =
@@ -310,8 +333,20 @@ async fn list(State(api): State<Api>, RawQuery(query): RawQuery) -> Response {
         }
     }
     let mut sandboxes = api.registry.all();
-    sandboxes.sort_by_key(|s| s.started_at);
-    let listed: Vec<_> = sandboxes
+    // A total order (start time, then id), so a page's last entry says
+    // exactly where the next page starts: the token is its position.
+    sandboxes.sort_by(|a, b| (a.started_at, &a.id).cmp(&(b.started_at, &b.id)));
+    if descending {
+        sandboxes.reverse();
+    }
+    let position = |s: &crate::sandbox::Sandbox| {
+        let nanos = s
+            .started_at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!("{nanos:020}.{}", s.id)
+    };
+    let matching: Vec<_> = sandboxes
         .iter()
         .filter(|s| {
             metadata
@@ -327,10 +362,33 @@ async fn list(State(api): State<Api>, RawQuery(query): RawQuery) -> Response {
         })
         .filter(|s| template.is_none_or(|t| s.request.template_id == t))
         .filter(|s| started_after.is_none_or(|t| s.started_at >= t))
-        .map(|s| s.detail(false))
+        .filter(|s| {
+            after.is_none_or(|token| {
+                let here = position(s);
+                if descending {
+                    here.as_str() < token
+                } else {
+                    here.as_str() > token
+                }
+            })
+        })
         .collect();
-    Json(listed).into_response()
+    let page = &matching[..matching.len().min(limit)];
+    let listed: Vec<_> = page.iter().map(|s| s.detail(false)).collect();
+    let mut response = Json(listed).into_response();
+    if matching.len() > page.len() {
+        if let Some(token) = page
+            .last()
+            .and_then(|s| http::HeaderValue::from_str(&position(s)).ok())
+        {
+            response.headers_mut().insert("x-next-token", token);
+        }
+    }
+    response
 }
+
+/// The most sandboxes one listing page holds (and the default).
+const MAX_LIST_LIMIT: usize = 100;
 
 /// ISO 8601 as Python's `isoformat()` writes it: `Z` or a `±HH:MM` offset.
 fn parse_iso8601(text: &str) -> Option<std::time::SystemTime> {

@@ -197,6 +197,16 @@ both = Sandbox.list(query=SandboxQuery(metadata={"suite": suite})).next_items()
 assert {s.sandbox_id for s in both} == {sbx.sandbox_id, other.sandbox_id}
 step("list with a metadata filter")
 
+# Pages: a limit of 1 gives one sandbox a page, the x-next-token header the
+# way on, and both orders.
+pages = Sandbox.list(query=SandboxQuery(metadata={"suite": suite}), limit=1)
+first = pages.next_items()
+assert len(first) == 1 and pages.has_next, (first, pages.has_next)
+second = pages.next_items()
+assert len(second) == 1 and not pages.has_next, (second, pages.has_next)
+assert {first[0].sandbox_id, second[0].sandbox_id} == {sbx.sandbox_id, other.sandbox_id}
+step("list in pages of one")
+
 # Metrics: the sandbox's real use. 20 MiB written show on its disk, a
 # second of busy CPU in its CPU use.
 sbx.get_metrics()  # the sample CPU use is counted from

@@ -79,6 +79,32 @@ async fn create_get_list_timeout_kill() {
             .unwrap();
         assert_eq!(list.len(), n, "{q}");
     }
+    // Pages of one, newest first, joined by the x-next-token header.
+    let first = h
+        .api_send(Method::GET, "/v2/sandboxes?limit=1&order=desc")
+        .await;
+    let token = first.headers()["x-next-token"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let first: Vec<Value> = first.json().await.unwrap();
+    let second = h
+        .api_send(
+            Method::GET,
+            &format!("/v2/sandboxes?limit=1&order=desc&nextToken={token}"),
+        )
+        .await;
+    assert!(second.headers().get("x-next-token").is_none());
+    let second: Vec<Value> = second.json().await.unwrap();
+    assert_eq!((first.len(), second.len()), (1, 1));
+    assert_ne!(first[0]["sandboxID"], id.as_str(), "the newer one first");
+    assert_eq!(second[0]["sandboxID"], id.as_str());
+    for bad in ["limit=0", "limit=101", "limit=x", "order=sideways"] {
+        let resp = h
+            .api_send(Method::GET, &format!("/v2/sandboxes?{bad}"))
+            .await;
+        assert_eq!(resp.status(), 400, "{bad}");
+    }
 
     let resp = h
         .api(Method::POST, &format!("/sandboxes/{id}/timeout"))
