@@ -10,6 +10,7 @@ import os
 import sys
 import time
 import urllib.parse
+import urllib.error
 import urllib.request
 import uuid
 
@@ -177,6 +178,42 @@ for url in (sbx.download_url("/home/user/rel.txt"), sbx.download_url("rel.txt", 
     )
     assert urllib.request.urlopen(req).read() == b"relative"
 step("signed download URLs work without the access token")
+
+
+def signed(url, method="GET", data=None, content_type=None):
+    """Sends a signed URL's query to the server, routed, without the token."""
+    headers = {"E2b-Sandbox-Id": sbx.sandbox_id, "E2b-Sandbox-Port": "49983"}
+    if content_type:
+        headers["Content-Type"] = content_type
+    query = urllib.parse.urlsplit(url).query
+    req = urllib.request.Request(
+        os.environ["E2B_SANDBOX_URL"] + "/files?" + query, data=data, method=method, headers=headers
+    )
+    return urllib.request.urlopen(req)
+
+
+def refused(url, method="GET", data=None, content_type=None):
+    try:
+        signed(url, method, data, content_type)
+    except urllib.error.HTTPError as e:
+        return e.code
+    raise AssertionError(f"{method} {url} was not refused")
+
+
+boundary = "e2bboundary" + tag
+form = (
+    f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"up.txt\"\r\n"
+    f"Content-Type: application/octet-stream\r\n\r\nuploaded\r\n--{boundary}--\r\n"
+).encode()
+multipart = f"multipart/form-data; boundary={boundary}"
+signed(sbx.upload_url("up.txt"), "POST", form, multipart)
+assert sbx.files.read("up.txt") == "uploaded"
+# A download's signature does not upload, and an expired one opens nothing.
+assert refused(sbx.download_url("up.txt"), "POST", form, multipart) in (401, 403)
+expiring = sbx.download_url("up.txt", use_signature_expiration=1)
+time.sleep(2.2)
+assert refused(expiring) in (401, 403)
+step("signed upload URLs; wrong-operation and expired signatures are refused")
 
 # Code interpreter
 if HAS_INTERPRETER:
