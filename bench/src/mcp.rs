@@ -83,13 +83,13 @@ fn check_call(answer: &Value) -> Result<(), Failure> {
 }
 
 /// `e2b-tools mcp` on stdio.
-struct Stdio_ {
+struct StdioServer {
     child: Child,
     input: ChildStdin,
     lines: Lines<BufReader<ChildStdout>>,
 }
 
-impl Stdio_ {
+impl StdioServer {
     async fn start(env: &BTreeMap<String, String>) -> Result<Self, Failure> {
         let mut child = server_command(env, &["mcp"])?
             .stdin(Stdio::piped())
@@ -263,7 +263,7 @@ pub(crate) async fn mcp_cost(
     env: &BTreeMap<String, String>,
     report: &mut Report,
 ) -> Result<(), Failure> {
-    let mut stdio = Stdio_::start(env).await?;
+    let mut stdio = StdioServer::start(env).await?;
     let http = HttpServer::start(env).await?;
     let outcome = async {
         let session = http.session().await?;

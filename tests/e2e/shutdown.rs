@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use e2b_local::{Fault, FaultRule, LocalServer};
-use e2b_tools_host::{ErrorKind, SessionError};
+use e2b_tools_host::{ErrorKind, Session, SessionError};
 use http::Method;
 use serde_json::json;
 
@@ -103,6 +103,15 @@ async fn shutdown_during_the_creating_call_waits_for_it_and_kills_the_sandbox() 
     assert_eq!(s.sandbox_id().await.unwrap(), None);
 }
 
+/// Cancels `s`'s running call after `delay`, from outside the call.
+fn cancel_after(s: &Arc<Session>, delay: Duration) -> tokio::task::JoinHandle<()> {
+    let s = s.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(delay).await;
+        s.cancel_current_call();
+    })
+}
+
 /// What the CLI's Ctrl-C and an MCP client's `notifications/cancelled` do:
 /// the call is cancelled, not dropped (a dropped call would leave the
 /// instance unenterable). The create it was waiting on runs to its end, the
@@ -112,13 +121,7 @@ async fn a_call_cancelled_while_creating_returns_and_shutdown_leaves_no_sandbox(
     let server = server().await;
     let s = Arc::new(session(&server).await);
     delay_the_create(&server);
-    let canceller = {
-        let s = s.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(CREATE_DELAY / 3).await;
-            s.cancel_current_call();
-        })
-    };
+    let canceller = cancel_after(&s, CREATE_DELAY / 3);
     let result = call(&s, "run_command", json!({"command": "echo first"})).await;
     canceller.await.unwrap();
     assert_eq!(result["success"], false, "{result}");
@@ -143,13 +146,7 @@ async fn a_cancelled_command_is_killed_and_the_session_stays_usable() {
     let server = server().await;
     let s = Arc::new(session(&server).await);
     ok(call(&s, "run_code", json!({"code": "x = 41"})).await);
-    let canceller = {
-        let s = s.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(1500)).await;
-            s.cancel_current_call();
-        })
-    };
+    let canceller = cancel_after(&s, Duration::from_millis(1500));
     let started = std::time::Instant::now();
     let err = s
         .run_command(&e2b_tools_host::RunCommandArgs {
@@ -193,13 +190,7 @@ async fn cancelled_code_is_interrupted_and_the_kernel_keeps_its_state() {
     let server = server().await;
     let s = Arc::new(session(&server).await);
     ok(call(&s, "run_code", json!({"code": "x = 41"})).await);
-    let canceller = {
-        let s = s.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(1500)).await;
-            s.cancel_current_call();
-        })
-    };
+    let canceller = cancel_after(&s, Duration::from_millis(1500));
     let started = std::time::Instant::now();
     let result = call(
         &s,
