@@ -49,7 +49,9 @@ async fn count(State(registry): State<Arc<Registry>>, req: Request, next: Next) 
     registry
         .counters
         .request(req.method().as_str(), req.uri().path());
-    next.run(req).await
+    let (parts, body) = req.into_parts();
+    registry.counters.record(&parts);
+    next.run(Request::from_parts(parts, body)).await
 }
 
 /// Where a sandbox-plane request goes.

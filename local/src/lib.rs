@@ -37,6 +37,7 @@ mod paths;
 mod registry;
 mod sandbox;
 mod stats;
+mod tls;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -44,7 +45,8 @@ use std::sync::Arc;
 
 pub use faults::{Fault, FaultRule, Faults};
 pub use isolation::Limits;
-pub use stats::Stats;
+pub use stats::{RecordedRequest, Stats};
+pub use tls::TlsIdentity;
 
 use crate::isolation::Launcher;
 use crate::registry::Registry;
@@ -77,6 +79,11 @@ pub struct Options {
     pub time_scale: f64,
     /// What each sandbox may use (CPU, memory, disk, processes).
     pub limits: Limits,
+    /// Serve HTTPS with this certificate instead of plain HTTP (the one
+    /// listener either way).
+    pub tls: Option<TlsIdentity>,
+    /// Record every request ([`LocalServer::take_requests`]).
+    pub record_requests: bool,
 }
 
 impl Default for Options {
@@ -89,6 +96,8 @@ impl Default for Options {
             data_dir: None,
             time_scale: 1.0,
             limits: Limits::default(),
+            tls: None,
+            record_requests: false,
         }
     }
 }
@@ -136,6 +145,7 @@ pub enum StartError {
 /// A running server. Dropping it stops it best-effort; prefer [`LocalServer::shutdown`].
 pub struct LocalServer {
     addr: SocketAddr,
+    https: bool,
     api_key: String,
     registry: Arc<Registry>,
     faults: Faults,
@@ -183,6 +193,12 @@ impl LocalServer {
                 path: data_dir.clone(),
                 source,
             })?;
+        let acceptor = opts
+            .tls
+            .as_ref()
+            .map(tls::acceptor)
+            .transpose()
+            .map_err(StartError::Options)?;
         let launcher = Launcher::detect(&opts.isolation, &data_dir, opts.limits)
             .await
             .map_err(|e| StartError::Isolation(e.0))?;
@@ -203,30 +219,44 @@ impl LocalServer {
             Arc::new(launcher),
             opts.max_sandboxes,
             opts.time_scale,
+            if opts.record_requests {
+                stats::Counters::recording()
+            } else {
+                stats::Counters::default()
+            },
         );
         registry.clone().spawn_reaper();
         let faults = Faults::new(registry.clone());
         let app = dispatch::app(registry.clone(), faults.clone(), opts.api_key.clone());
         let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
-        let serve_task = tokio::spawn(async move {
-            // Streamed answers (a command's events) go out in small writes;
-            // with Nagle each waited for the client's delayed ACK (40 ms).
-            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!("TCP_NODELAY: {e}");
-                }
-            });
-            let result = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = shutdown_rx.await;
-                })
-                .await;
-            if let Err(e) = result {
-                tracing::error!("local server stopped: {e}");
+        let shutdown = async move {
+            let _ = shutdown_rx.await;
+        };
+        let serve_task = match acceptor {
+            Some(acceptor) => {
+                let listener = tls::TlsListener::new(listener, acceptor).map_err(|source| {
+                    StartError::Bind {
+                        port: opts.port,
+                        source,
+                    }
+                })?;
+                tokio::spawn(serve(listener, app, shutdown))
             }
-        });
+            None => {
+                // Streamed answers (a command's events) go out in small
+                // writes; with Nagle each waited for the client's delayed
+                // ACK (40 ms).
+                let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                    if let Err(e) = tcp.set_nodelay(true) {
+                        tracing::debug!("TCP_NODELAY: {e}");
+                    }
+                });
+                tokio::spawn(serve(listener, app, shutdown))
+            }
+        };
         Ok(LocalServer {
             addr,
+            https: opts.tls.is_some(),
             api_key: opts.api_key,
             registry,
             faults,
@@ -237,9 +267,17 @@ impl LocalServer {
         })
     }
 
-    /// `http://127.0.0.1:<port>`: both `E2B_API_URL` and `E2B_SANDBOX_URL`.
+    /// `http://127.0.0.1:<port>` (`https://` with [`Options::tls`]): both
+    /// `E2B_API_URL` and `E2B_SANDBOX_URL`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// The requests recorded since the last call, oldest first (empty
+    /// unless [`Options::record_requests`]).
+    pub fn take_requests(&self) -> Vec<RecordedRequest> {
+        self.registry.counters.take_recorded()
     }
 
     /// The bound address.
@@ -292,6 +330,22 @@ impl Drop for LocalServer {
             task.abort();
         }
         self.registry.shutdown_all_now();
+    }
+}
+
+async fn serve<L>(
+    listener: L,
+    app: axum::Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    if let Err(e) = result {
+        tracing::error!("local server stopped: {e}");
     }
 }
 

@@ -45,6 +45,7 @@ impl Registry {
         launcher: Arc<Launcher>,
         max_sandboxes: usize,
         time_scale: f64,
+        counters: Counters,
     ) -> Arc<Self> {
         Arc::new(Self {
             sandboxes: Mutex::default(),
@@ -52,7 +53,7 @@ impl Registry {
             launcher,
             max_sandboxes,
             time_scale,
-            counters: Counters::default(),
+            counters,
             reaper: Mutex::new(None),
             teardowns: Mutex::default(),
         })

@@ -24,13 +24,71 @@ impl Stats {
     }
 }
 
+/// One request as it arrived, recorded when
+/// [`Options::record_requests`](crate::Options::record_requests) is on:
+/// for tests that compare what two clients send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedRequest {
+    /// `GET`, `POST`, …
+    pub method: String,
+    /// The path, without the query.
+    pub path: String,
+    /// The query string, if any.
+    pub query: Option<String>,
+    /// Every header, names lower-case, in the order of first appearance
+    /// (values not valid UTF-8 are kept lossily).
+    pub headers: Vec<(String, String)>,
+}
+
 /// The live counters behind [`Stats`].
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     inner: Mutex<Stats>,
+    /// `Some` when recording.
+    recorded: Option<Mutex<Vec<RecordedRequest>>>,
 }
 
 impl Counters {
+    /// Counters that also record every request.
+    pub(crate) fn recording() -> Self {
+        Self {
+            recorded: Some(Mutex::default()),
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn record(&self, req: &http::request::Parts) {
+        let Some(recorded) = &self.recorded else {
+            return;
+        };
+        let request = RecordedRequest {
+            method: req.method.to_string(),
+            path: req.uri.path().to_string(),
+            query: req.uri.query().map(str::to_string),
+            headers: req
+                .headers
+                .iter()
+                .map(|(name, value)| {
+                    (
+                        name.as_str().to_string(),
+                        String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
+        };
+        if let Ok(mut log) = recorded.lock() {
+            log.push(request);
+        }
+    }
+
+    /// The requests recorded since the last call (empty when not recording).
+    pub(crate) fn take_recorded(&self) -> Vec<RecordedRequest> {
+        self.recorded
+            .as_ref()
+            .and_then(|log| log.lock().ok().map(|mut log| std::mem::take(&mut *log)))
+            .unwrap_or_default()
+    }
+
     pub(crate) fn request(&self, method: &str, path: &str) {
         let key = format!("{method} {}", route_pattern(path));
         if let Ok(mut s) = self.inner.lock() {
