@@ -88,6 +88,7 @@ pub mod mcp_http;
 mod outbound;
 mod policy;
 pub mod progress;
+mod proxy;
 mod runtime;
 mod session;
 mod state;
@@ -105,6 +106,7 @@ pub use clock::ClockMode;
 pub use config::SandboxConfig;
 pub use outbound::OutboundClient;
 pub use policy::{OutboundPolicy, PolicyError, DEFAULT_DOMAIN};
+pub use proxy::{check_proxy_url, Proxy, ProxyError};
 pub use runtime::{
     CompileCache, ComponentSource, Runtime, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
     EMBEDDED_STATELESS,

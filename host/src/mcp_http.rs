@@ -113,8 +113,15 @@ impl McpHttpServer {
         let probe = Session::open(&runtime, session_options.clone()).await?;
         let catalog = Catalog::read(&probe).await?;
         drop(probe);
-        let stateless_runtime = tokio::task::spawn_blocking(|| {
-            crate::StatelessRuntime::load(crate::ComponentSource::EmbeddedStateless)
+        let options_for_stateless = crate::RuntimeOptions {
+            proxy: runtime.proxy().clone(),
+            ..crate::RuntimeOptions::default()
+        };
+        let stateless_runtime = tokio::task::spawn_blocking(move || {
+            crate::StatelessRuntime::load_with(
+                crate::ComponentSource::EmbeddedStateless,
+                options_for_stateless,
+            )
         })
         .await
         .map_err(|err| McpError::Transport(err.to_string()))?

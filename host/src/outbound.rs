@@ -7,6 +7,7 @@
 //! a shared pool saves a handshake on every one of them.
 
 use crate::policy::OutboundPolicy;
+use crate::proxy::{Proxy, ProxyConnector, ProxyFailure, ProxyRules, Route};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -29,8 +30,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// (the guest enforces its own, shorter, deadlines).
 const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(600);
 
-type PlainClient = Client<HttpConnector, Full<Bytes>>;
-type TlsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+type PlainClient = Client<ProxyConnector, Full<Bytes>>;
+type TlsClient = Client<hyper_rustls::HttpsConnector<ProxyConnector>, Full<Bytes>>;
 
 /// Pooled HTTP/1.1 clients for plain HTTP and HTTPS (rustls; Mozilla's and
 /// the system's roots), shared by every session of a
@@ -39,10 +40,13 @@ type TlsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>
 /// The HTTPS client is built on the first `https` request: loading the
 /// system's trust store costs about half a MiB and a few milliseconds,
 /// which a host talking plain HTTP (the local server) never needs.
+/// Connections go through a proxy as [`Proxy`] says (see
+/// [`crate::proxy`]).
 #[derive(Clone)]
 pub struct OutboundClient {
     plain: PlainClient,
     tls: Arc<OnceLock<Result<TlsClient, String>>>,
+    proxy: Arc<ProxyRules>,
 }
 
 impl std::fmt::Debug for OutboundClient {
@@ -58,12 +62,25 @@ impl Default for OutboundClient {
 }
 
 impl OutboundClient {
-    /// Builds a client with empty connection pools; nothing is loaded yet.
+    /// Builds a client with empty connection pools that uses the proxies
+    /// the environment names; nothing is loaded yet.
     pub fn new() -> Self {
+        Self::with_proxy(&Proxy::Environment)
+    }
+
+    /// Builds a client with empty connection pools that connects as
+    /// `proxy` says.
+    pub fn with_proxy(proxy: &Proxy) -> Self {
+        let proxy = Arc::new(ProxyRules::new(proxy));
         Self {
-            plain: pooled(tcp_connector()),
+            plain: pooled(ProxyConnector::new(tcp_connector(), Arc::clone(&proxy))),
             tls: Arc::new(OnceLock::new()),
+            proxy,
         }
+    }
+
+    fn connector(&self) -> ProxyConnector {
+        ProxyConnector::new(tcp_connector(), Arc::clone(&self.proxy))
     }
 
     /// The HTTPS client, built on first use.
@@ -74,7 +91,7 @@ impl OutboundClient {
                 .with_tls_config(config)
                 .https_or_http()
                 .enable_http1()
-                .wrap_connector(tcp_connector());
+                .wrap_connector(self.connector());
             Ok(pooled(connector))
         });
         client.as_ref().map_err(|err| {
@@ -90,8 +107,20 @@ impl OutboundClient {
         request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
     ) -> Result<http::Response<WasiBody>, Error> {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
         let body = collect_body(body).await?;
+        if parts.uri.scheme() == Some(&http::uri::Scheme::HTTP) {
+            // A forwarding proxy reads its credentials from each request
+            // (a tunnel's go once, in the CONNECT).
+            if let Route::Proxy {
+                auth: Some(auth), ..
+            } = self.proxy.route(&parts.uri)
+            {
+                parts
+                    .headers
+                    .insert(http::header::PROXY_AUTHORIZATION, auth);
+            }
+        }
         let request = http::Request::from_parts(parts, Full::new(body));
 
         let first_byte_timeout = options
@@ -171,19 +200,31 @@ fn classify_client_error(err: &hyper_util::client::legacy::Error) -> Error {
     tracing::debug!(error = %DisplayChain(err), "outbound request failed");
     let mut source: Option<&(dyn StdError + 'static)> = err.source();
     while let Some(cause) = source {
+        if let Some(failure) = cause.downcast_ref::<ProxyFailure>() {
+            return Error::InternalError(Some(failure.to_string()));
+        }
+        if let Some(tls_err) = cause.downcast_ref::<rustls::Error>() {
+            return classify_tls_error(tls_err);
+        }
         if let Some(io_err) = cause.downcast_ref::<io::Error>() {
-            if let Some(tls_err) = io_err
-                .get_ref()
-                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-            {
-                return classify_tls_error(tls_err);
+            if let Some(inner) = io_err.get_ref() {
+                if let Some(tls_err) = inner.downcast_ref::<rustls::Error>() {
+                    return classify_tls_error(tls_err);
+                }
+                // hyper-rustls wraps tokio-rustls's io::Error in another.
+                if inner.is::<io::Error>() {
+                    source = Some(inner);
+                    continue;
+                }
             }
             return match io_err.kind() {
                 io::ErrorKind::TimedOut => Error::ConnectionTimeout,
                 io::ErrorKind::ConnectionRefused => Error::ConnectionRefused,
-                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
-                    Error::ConnectionTerminated
-                }
+                // UnexpectedEof: a peer (or a proxy's tunnel) that closed
+                // mid-handshake.
+                io::ErrorKind::ConnectionReset
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::UnexpectedEof => Error::ConnectionTerminated,
                 _ if err.is_connect() && io_err.to_string().contains("lookup") => Error::DnsError {
                     rcode: Some(io_err.to_string()),
                     info_code: None,
@@ -212,8 +253,10 @@ fn classify_client_error(err: &hyper_util::client::legacy::Error) -> Error {
 
 fn classify_tls_error(err: &rustls::Error) -> Error {
     match err {
+        // The reason (expired, another name, an unknown issuer) is what a
+        // user needs; the bare `TlsCertificateError` code carries none.
         rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
-            Error::TlsCertificateError
+            Error::InternalError(Some(format!("TLS certificate rejected: {err}")))
         }
         rustls::Error::AlertReceived(alert) => Error::TlsAlertReceived {
             alert_id: Some(u8::from(*alert)),

@@ -51,6 +51,9 @@ pub struct RuntimeOptions {
     /// The compilation cache. A debug build compiles the component in
     /// seconds; with the cache a second process start takes milliseconds.
     pub cache: CompileCache,
+    /// Where outbound connections go: the environment's `HTTPS_PROXY` /
+    /// `HTTP_PROXY` / `NO_PROXY` by default.
+    pub proxy: crate::Proxy,
 }
 
 /// Why the component could not be loaded.
@@ -86,6 +89,7 @@ pub struct Runtime {
 struct RuntimeInner {
     pre: E2bToolsPre<SessionState>,
     client: OutboundClient,
+    proxy: crate::Proxy,
     load_time: Duration,
 }
 
@@ -111,18 +115,20 @@ impl Runtime {
         options: RuntimeOptions,
     ) -> Result<Self, RuntimeError> {
         let started = Instant::now();
+        let client = OutboundClient::with_proxy(&options.proxy);
+        let proxy = options.proxy.clone();
         let (component, linker) = compile(source, options)?;
         let pre = linker
             .instantiate_pre(&component)
             .and_then(E2bToolsPre::new)
             .map_err(|err| RuntimeError::Link(format!("{err:#}")))?;
-        let client = OutboundClient::new();
         let load_time = started.elapsed();
         tracing::debug!(load_ms = load_time.as_millis() as u64, "component loaded");
         Ok(Self {
             inner: Arc::new(RuntimeInner {
                 pre,
                 client,
+                proxy,
                 load_time,
             }),
         })
@@ -131,6 +137,11 @@ impl Runtime {
     /// How long loading (compiling or reading the cache, linking) took.
     pub fn load_time(&self) -> Duration {
         self.inner.load_time
+    }
+
+    /// Where its sessions' connections go.
+    pub fn proxy(&self) -> &crate::Proxy {
+        &self.inner.proxy
     }
 
     pub(crate) fn pre(&self) -> &E2bToolsPre<SessionState> {

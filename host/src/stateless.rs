@@ -120,7 +120,16 @@ static NEXT_CALL_ID: AtomicU64 = AtomicU64::new(1);
 impl StatelessRuntime {
     /// Loads a component of the `e2b-tools-stateless` world.
     pub fn load(source: ComponentSource) -> Result<Self, RuntimeError> {
-        let (component, linker) = compile(source, RuntimeOptions::default())?;
+        Self::load_with(source, RuntimeOptions::default())
+    }
+
+    /// Loads a component of the `e2b-tools-stateless` world with `options`.
+    pub fn load_with(
+        source: ComponentSource,
+        options: RuntimeOptions,
+    ) -> Result<Self, RuntimeError> {
+        let client = OutboundClient::with_proxy(&options.proxy);
+        let (component, linker) = compile(source, options)?;
         let engine = component.engine().clone();
         let tools: Vec<StatelessTool> = component
             .component_type()
@@ -145,11 +154,7 @@ impl StatelessRuntime {
             .instantiate_pre(&component)
             .map_err(|err| RuntimeError::Link(format!("{err:#}")))?;
         Ok(Self {
-            inner: Arc::new(Inner {
-                pre,
-                client: OutboundClient::new(),
-                tools,
-            }),
+            inner: Arc::new(Inner { pre, client, tools }),
         })
     }
 

@@ -194,6 +194,12 @@ pub(crate) struct GlobalArgs {
     /// $E2B_SANDBOX_URL, then E2B's sandbox hosts. Needs the e2b backend.
     #[arg(long, global = true, value_name = "URL", value_parser = parse_url)]
     pub(crate) sandbox_url: Option<String>,
+    /// HTTP proxy for every outbound request not exempted by $NO_PROXY
+    /// (https through a CONNECT tunnel): http://[user:password@]host:port.
+    /// Default: $HTTPS_PROXY / $HTTP_PROXY / $ALL_PROXY (or lower case).
+    /// Loopback targets never use one.
+    #[arg(long, global = true, value_name = "URL", value_parser = parse_proxy)]
+    pub(crate) proxy: Option<String>,
     /// Timeout of each request that is not an execution, in milliseconds;
     /// 0 disables it. Default: 60000.
     #[arg(long, global = true, value_name = "MS")]
@@ -264,6 +270,11 @@ fn parse_volume_mount(text: &str) -> Result<(String, String), String> {
         }
         _ => Err(format!("expected NAME=PATH, got {text:?}")),
     }
+}
+
+fn parse_proxy(text: &str) -> Result<String, String> {
+    e2b_tools_host::check_proxy_url("--proxy", text).map_err(|err| err.to_string())?;
+    Ok(text.trim().to_string())
 }
 
 fn parse_non_empty(text: &str) -> Result<String, String> {

@@ -11,8 +11,8 @@ use e2b_tools_host::mcp::{McpError, McpServer};
 use e2b_tools_host::mcp_http::{self, McpHttpServer};
 use e2b_tools_host::{
     default_backend, e2b_env, Backend, BackendKind, ClockMode, ComponentSource, KeyValue,
-    LocalBackendOptions, NetworkRules, OnTimeout, Runtime, SandboxConfig, Session, SessionError,
-    SessionOptions, StatelessOptions, StatelessRuntime, VolumeMount,
+    LocalBackendOptions, NetworkRules, OnTimeout, Proxy, Runtime, RuntimeOptions, SandboxConfig,
+    Session, SessionError, SessionOptions, StatelessOptions, StatelessRuntime, VolumeMount,
 };
 use rich_files::RichFiles;
 use serde_json::{json, Value};
@@ -165,7 +165,8 @@ async fn call_stateless(
         Some(path) => ComponentSource::File(path.clone()),
         None => ComponentSource::EmbeddedStateless,
     };
-    let runtime = tokio::task::spawn_blocking(move || StatelessRuntime::load(source))
+    let options = runtime_options(global);
+    let runtime = tokio::task::spawn_blocking(move || StatelessRuntime::load_with(source, options))
         .await
         .map_err(CliFailure::host)?
         .map_err(CliFailure::host)?;
@@ -370,14 +371,26 @@ async fn local_serve(global: &GlobalArgs, port: u16) -> Result<u8, CliFailure> {
     Ok(0)
 }
 
+/// The runtime options the flags give (`--proxy`).
+fn runtime_options(global: &GlobalArgs) -> RuntimeOptions {
+    RuntimeOptions {
+        proxy: match &global.proxy {
+            Some(url) => Proxy::Url(url.clone()),
+            None => Proxy::Environment,
+        },
+        ..RuntimeOptions::default()
+    }
+}
+
 async fn load_runtime(global: &GlobalArgs) -> Result<Runtime, CliFailure> {
     let source = match &global.component {
         Some(path) => ComponentSource::File(path.clone()),
         None => ComponentSource::Embedded,
     };
+    let options = runtime_options(global);
     // Compiling is CPU-bound (seconds on a cache miss): keep it off the
     // async workers.
-    tokio::task::spawn_blocking(move || Runtime::load(source))
+    tokio::task::spawn_blocking(move || Runtime::load_with(source, options))
         .await
         .map_err(CliFailure::host)?
         .map_err(CliFailure::host)
