@@ -51,7 +51,12 @@ fn authed(settings: &Settings, method: Method, path: &str) -> Result<HttpRequest
         .api_key
         .as_deref()
         .ok_or_else(|| Failure::new(ErrorKind::Auth, MISSING_API_KEY))?;
-    Ok(HttpRequest::new(method, format!("{}{path}", settings.api_url)).header("x-api-key", key))
+    // We never decompress: say so, as an absent Accept-Encoding allows any.
+    Ok(
+        HttpRequest::new(method, format!("{}{path}", settings.api_url))
+            .header("x-api-key", key)
+            .header("accept-encoding", "identity"),
+    )
 }
 
 /// The create body the settings imply (only set keys, as SDK 2.63).

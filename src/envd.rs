@@ -252,8 +252,10 @@ pub fn list_dir_request(
         path: path.to_string(),
         depth,
     };
+    // The headers connect-python sends for a unary call.
     let mut req = sandbox_request(settings, sandbox, ENVD_PORT, Method::Post, LIST_DIR_PATH)
         .header("connect-protocol-version", "1")
+        .header("content-encoding", "identity")
         .header("accept-encoding", "identity")
         .json(&body);
     if settings.request_timeout_ms > 0 {
