@@ -7,7 +7,8 @@
 //!
 //! Measured (see issue 6): client cost per trivial call, control-plane
 //! requests per call, cold start, memory under big output, idle sessions per
-//! process, and the size of the component.
+//! process, the size of the component, stateless calls, MCP, and the
+//! production path (TLS through a proxy).
 
 use bytes::Bytes;
 use clap::Parser;
@@ -19,6 +20,7 @@ mod memory;
 mod processes;
 mod report;
 mod stateless;
+mod tls;
 
 use adk::*;
 use e2b_local::{LocalServer, Stats};
@@ -42,6 +44,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use tls::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -69,6 +72,9 @@ struct BenchArgs {
     /// Internal: be the memory probe child (one big run_command).
     #[arg(long, hide = true, value_name = "BYTES")]
     probe_output_bytes: Option<u64>,
+    /// Internal: be the TLS-through-a-proxy child (its plan as JSON).
+    #[arg(long, hide = true, value_name = "JSON")]
+    probe_tls: Option<String>,
 }
 
 /// Why the benchmark stopped.
@@ -145,6 +151,9 @@ async fn bench(args: BenchArgs) -> Result<u8, Failure> {
     if let Some(bytes) = args.probe_output_bytes {
         return probe_big_output(bytes).await;
     }
+    if let Some(probe) = &args.probe_tls {
+        return probe_tls(probe).await;
+    }
     let plan = Plan::new(args.quick);
     let python = args
         .python
@@ -212,6 +221,8 @@ async fn run_all(
     stateless_cost(plan, runtime, server, env, &mut report).await?;
     eprintln!("bench: MCP over stdio and HTTP, and HTTP sessions");
     mcp_cost(plan, env, &mut report).await?;
+    eprintln!("bench: TLS through a proxy");
+    tls_cost(plan, env, &mut report).await?;
     report.wasm_bytes = EMBEDDED_COMPONENT.len() as u64;
     Ok(report)
 }

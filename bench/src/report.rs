@@ -144,6 +144,7 @@ pub(crate) struct Report {
     pub(crate) wasm_bytes: u64,
     pub(crate) stateless: Option<StatelessRow>,
     pub(crate) mcp: Option<McpRow>,
+    pub(crate) tls: Option<TlsRow>,
 }
 
 pub(crate) fn ms(d: Duration) -> String {
@@ -347,6 +348,10 @@ impl Report {
             out.push('\n');
         }
         if let Some(row) = &self.mcp {
+            row.markdown(&mut out);
+            out.push('\n');
+        }
+        if let Some(row) = &self.tls {
             row.markdown(&mut out);
             out.push('\n');
         }

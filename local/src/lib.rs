@@ -28,6 +28,8 @@
 
 mod control_plane;
 mod dispatch;
+#[cfg(feature = "edge")]
+pub mod edge;
 mod envd;
 pub mod faults;
 mod http_errors;

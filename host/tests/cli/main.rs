@@ -7,7 +7,6 @@ mod binary;
 mod calls;
 mod catalog;
 mod clock;
-mod edge;
 mod flags;
 mod limits;
 mod mcp;

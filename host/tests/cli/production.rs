@@ -7,7 +7,7 @@
 //! its edge's own behaviour, and the network between.
 
 use crate::binary::{e2b_tools, run, Run};
-use crate::edge::{tls_server, Leaf, ProxyMode, TestCa, TunnelProxy};
+use e2b_local::edge::{tls_server, Leaf, ProxyMode, TestCa, TunnelProxy};
 use e2b_local::{Fault, FaultRule, LocalServer, RecordedRequest};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -1,8 +1,10 @@
-//! E2B's edge, offline: a test CA and certificates for E2B's names, the
-//! local server's TLS face with them, and a CONNECT proxy that sends every
-//! tunnel to that face (as a corporate proxy would send it to E2B).
+//! E2B's edge, offline (feature `edge`): a test CA and certificates for
+//! E2B's names, the server's TLS face with them, and a CONNECT proxy that
+//! sends every tunnel to that face, as a corporate proxy would send it to
+//! E2B. For tests and benchmarks of clients on their production path
+//! (default URLs, TLS, a proxy, the system trust store).
 
-use e2b_local::{LocalServer, Options, TlsIdentity};
+use crate::{LocalServer, Options, TlsIdentity};
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     KeyUsagePurpose,
@@ -17,8 +19,9 @@ use tokio::net::{TcpListener, TcpStream};
 /// `{port}-{id}` hosts.
 pub const E2B_NAMES: [&str; 3] = ["api.e2b.app", "sandbox.e2b.app", "*.e2b.app"];
 
-/// A CA the test trusts (through `SSL_CERT_FILE`) and leaf certificates it
-/// signs.
+/// A CA a client is told to trust (`SSL_CERT_FILE`) and leaf
+/// certificates it signs. Generated afresh: nothing outside the process
+/// trusts it.
 pub struct TestCa {
     cert: rcgen::Certificate,
     key: KeyPair,
@@ -36,7 +39,17 @@ pub enum Leaf {
     Expired,
 }
 
+impl Default for TestCa {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl TestCa {
+    /// A new CA, its certificate written to a temporary file.
+    ///
+    /// # Panics
+    /// If key generation or the temporary file fails (test set-up).
     pub fn new() -> Self {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -57,6 +70,9 @@ impl TestCa {
     }
 
     /// A leaf certificate and key signed by this CA.
+    ///
+    /// # Panics
+    /// If signing fails (test set-up).
     pub fn leaf(&self, leaf: Leaf) -> TlsIdentity {
         let names: Vec<String> = match leaf {
             Leaf::WrongName => vec!["elsewhere.example".into()],
@@ -78,6 +94,9 @@ impl TestCa {
 }
 
 /// A local server speaking HTTPS with `leaf`, recording requests.
+///
+/// # Panics
+/// If the server does not start.
 pub async fn tls_server(ca: &TestCa, leaf: Leaf, time_scale: f64) -> LocalServer {
     LocalServer::start(Options {
         tls: Some(ca.leaf(leaf)),
@@ -120,6 +139,10 @@ pub struct TunnelProxy {
 }
 
 impl TunnelProxy {
+    /// Listens on a free port of 127.0.0.1.
+    ///
+    /// # Panics
+    /// If it cannot bind.
     pub async fn start(mode: ProxyMode) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -143,7 +166,10 @@ impl TunnelProxy {
 
     /// The CONNECTs so far.
     pub fn connects(&self) -> Vec<Connect> {
-        self.seen.lock().unwrap().clone()
+        self.seen
+            .lock()
+            .map(|seen| seen.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -175,10 +201,12 @@ async fn tunnel(
         .filter_map(|line| line.split_once(':'))
         .find(|(name, _)| name.eq_ignore_ascii_case("proxy-authorization"))
         .map(|(_, value)| value.trim().to_string());
-    log.lock().unwrap().push(Connect {
-        target: target.to_string(),
-        authorization,
-    });
+    if let Ok(mut log) = log.lock() {
+        log.push(Connect {
+            target: target.to_string(),
+            authorization,
+        });
+    }
     match (method, mode) {
         ("CONNECT", _) => {}
         (_, ProxyMode::ForwardPlain(upstream)) => {
