@@ -18,6 +18,7 @@ mod latency;
 mod mcp;
 mod memory;
 mod processes;
+mod python_package;
 mod report;
 mod stateless;
 mod tls;
@@ -36,6 +37,7 @@ use latency::*;
 use mcp::*;
 use memory::*;
 use processes::*;
+use python_package::*;
 use report::*;
 use serde_json::{json, Value};
 use stateless::*;
@@ -66,6 +68,10 @@ struct BenchArgs {
     /// then target/pyenv/bin/python.
     #[arg(long)]
     python: Option<PathBuf>,
+    /// Python of a venv with the e2b-tools wheel installed (section 10).
+    /// Default: $E2B_TOOLS_PACKAGE_PYTHON, then target/package-venv/bin/python.
+    #[arg(long)]
+    package_python: Option<PathBuf>,
     /// Run the local server's sandboxes without isolation.
     #[arg(long)]
     no_isolation: bool,
@@ -161,6 +167,12 @@ async fn bench(args: BenchArgs) -> Result<u8, Failure> {
         .or_else(|| std::env::var_os("E2B_TOOLS_PYTHON").map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from("target/pyenv/bin/python"));
 
+    let package_python = args
+        .package_python
+        .clone()
+        .or_else(|| std::env::var_os("E2B_TOOLS_PACKAGE_PYTHON").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("target/package-venv/bin/python"));
+
     eprintln!("bench: loading the component");
     let runtime = tokio::task::spawn_blocking(|| Runtime::load(ComponentSource::Embedded))
         .await
@@ -178,7 +190,7 @@ async fn bench(args: BenchArgs) -> Result<u8, Failure> {
     .map_err(host)?;
     let env = server_env(&server);
 
-    let outcome = run_all(&plan, &runtime, &server, &env, &python).await;
+    let outcome = run_all(&plan, &runtime, &server, &env, &python, &package_python).await;
     server.shutdown().await;
     let report = outcome?;
 
@@ -196,6 +208,7 @@ async fn run_all(
     server: &LocalServer,
     env: &BTreeMap<String, String>,
     python: &Path,
+    package_python: &Path,
 ) -> Result<Report, Failure> {
     let mut report = Report::default();
 
@@ -223,6 +236,8 @@ async fn run_all(
     mcp_cost(plan, env, &mut report).await?;
     eprintln!("bench: TLS through a proxy");
     tls_cost(plan, env, &mut report).await?;
+    eprintln!("bench: the Python package's cold start");
+    python_package_cold_start(plan, env, package_python, python, &mut report).await?;
     report.wasm_bytes = EMBEDDED_COMPONENT.len() as u64;
     Ok(report)
 }

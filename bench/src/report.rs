@@ -145,6 +145,7 @@ pub(crate) struct Report {
     pub(crate) stateless: Option<StatelessRow>,
     pub(crate) mcp: Option<McpRow>,
     pub(crate) tls: Option<TlsRow>,
+    pub(crate) python_package: Option<PythonPackageRow>,
 }
 
 pub(crate) fn ms(d: Duration) -> String {
@@ -352,6 +353,10 @@ impl Report {
             out.push('\n');
         }
         if let Some(row) = &self.tls {
+            row.markdown(&mut out);
+            out.push('\n');
+        }
+        if let Some(row) = &self.python_package {
             row.markdown(&mut out);
             out.push('\n');
         }

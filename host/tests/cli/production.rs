@@ -156,7 +156,7 @@ async fn resume_by_id_the_heartbeat_and_retried_faults_work_through_the_proxy() 
     let url = proxy.url();
     let cli = |args: &[&str]| production(&key, &url, &ca, args);
 
-    // A 429 on create and a reset of the first read are retried.
+    // A 429 on create, then a reset and a 503 of the read, are retried.
     let once = |method: http::Method, path: &str, fault: Fault| FaultRule {
         method: Some(method),
         path_prefix: path.into(),
@@ -177,6 +177,16 @@ async fn resume_by_id_the_heartbeat_and_retried_faults_work_through_the_proxy() 
         http::Method::GET,
         "/files",
         Fault::ResetAfter { bytes: 0 },
+    ));
+    server.faults().inject(once(
+        http::Method::GET,
+        "/files",
+        Fault::Status {
+            status: 503,
+            message: "injected 503".into(),
+            retry_after: None,
+            should_retry: None,
+        },
     ));
     // The stateless call leaves its sandbox alive, its id in the result.
     let (out, _) = run_async(
@@ -211,6 +221,8 @@ async fn resume_by_id_the_heartbeat_and_retried_faults_work_through_the_proxy() 
     assert_eq!(out.json()["content"], "resumed", "{out:?}");
     let stats = server.stats();
     assert_eq!(stats.sandboxes_created, 1, "resumed, not recreated");
+    assert_eq!(stats.count("POST /v2/sandboxes"), 2, "429, then created");
+    assert_eq!(stats.count("GET /files"), 3, "reset, 503, then read");
     assert!(
         stats.count("POST /v2/sandboxes/{id}/connect") >= 1,
         "{stats:?}"

@@ -1,0 +1,72 @@
+"""E2B sandbox tools for AI agents, as a WebAssembly component run by
+wasmtime.
+
+Six tools that let an agent run code safely in an E2B sandbox (``run_code``,
+``run_command``, ``write_file``, ``read_file``, ``list_files``,
+``start_background_command``, with e2b-adk 0.1.2's result dicts) plus two
+opt-in background-process tools, without the E2B SDK::
+
+    import e2b_tools
+
+    with e2b_tools.load() as e2b:              # one instance = one sandbox
+        tools = e2b.openai_chat_tools()        # or openai_responses_tools(), anthropic_tools()
+        result = e2b.call_tool("run_code", '{"code": "print(6 * 7)"}')
+
+``e2b_tools.adk.E2BPlugin`` is a drop-in replacement for e2b-adk's plugin.
+"""
+
+from ._cache import CACHE_ENV, default_cache_dir
+from ._host import (
+    DEFAULT_MEMORY_LIMIT,
+    BackgroundProcess,
+    CommandOutput,
+    DirEntry,
+    E2BTools,
+    InstanceError,
+    NetworkRules,
+    OutputOffsets,
+    ProcessOutput,
+    RichResult,
+    RunCodeOutput,
+    StoppedProcess,
+    ToolError,
+    ToolHints,
+    ToolsComponent,
+    ToolSpec,
+    VolumeMount,
+    default_wasm_path,
+    e2b_env,
+    load,
+)
+from ._policy import DEFAULT_DOMAIN, OutboundPolicy, PolicyError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CACHE_ENV",
+    "DEFAULT_DOMAIN",
+    "DEFAULT_MEMORY_LIMIT",
+    "BackgroundProcess",
+    "CommandOutput",
+    "DirEntry",
+    "E2BTools",
+    "InstanceError",
+    "NetworkRules",
+    "OutboundPolicy",
+    "OutputOffsets",
+    "PolicyError",
+    "ProcessOutput",
+    "RichResult",
+    "RunCodeOutput",
+    "StoppedProcess",
+    "ToolError",
+    "ToolHints",
+    "ToolSpec",
+    "ToolsComponent",
+    "VolumeMount",
+    "__version__",
+    "default_cache_dir",
+    "default_wasm_path",
+    "e2b_env",
+    "load",
+]

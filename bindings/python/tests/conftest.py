@@ -1,0 +1,69 @@
+"""Fixtures: the local server run-tests started (its E2B_* variables), a
+compiled component with a private cache, and a look at the server's
+sandboxes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional
+
+import pytest
+
+import e2b_tools
+
+
+@pytest.fixture(scope="session")
+def server() -> dict:
+    """The local server's E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY."""
+    env = {name: os.environ.get(name, "") for name in ("E2B_API_URL", "E2B_SANDBOX_URL", "E2B_API_KEY")}
+    if not all(env.values()):
+        pytest.skip("set E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY (bindings/python/run-tests does)")
+    return env
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compile cache of the test session's own."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def component(server: dict, cache_dir: Path) -> e2b_tools.ToolsComponent:
+    """The packaged component, compiled once for the session."""
+    return e2b_tools.ToolsComponent(cache_dir=cache_dir)
+
+
+@pytest.fixture
+def e2b(component: e2b_tools.ToolsComponent) -> Iterator[e2b_tools.E2BTools]:
+    """A fresh instance (and so a fresh sandbox), shut down afterwards."""
+    with component.instantiate() as instance:
+        yield instance
+
+
+def sandboxes() -> List[str]:
+    """The IDs of the local server's running sandboxes."""
+    request = urllib.request.Request(
+        os.environ["E2B_API_URL"].rstrip("/") + "/sandboxes",
+        headers={"X-API-Key": os.environ["E2B_API_KEY"]},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return sorted(entry["sandboxID"] for entry in json.load(response))
+
+
+def run_python(code: str, *, env: Dict[str, Optional[str]], timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs ``code`` in a fresh Python process, in this one's environment
+    with ``env`` added (a None value removes the variable); its stdout and
+    stderr are captured as text."""
+    merged = {**os.environ, **env}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={name: value for name, value in merged.items() if value is not None},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
