@@ -1,0 +1,475 @@
+// E2B sandbox tools for a Node agent: the e2b-tools WebAssembly component
+// (transpiled by jco) behind an async API. Each instance runs on a worker
+// thread of its own (worker.js), so a tool call never blocks the event loop;
+// calls on one instance run one at a time, in order, as the Rust host runs
+// them. Types and documentation: index.d.ts.
+
+import { readFile, readdir } from 'node:fs/promises';
+import { Worker } from 'node:worker_threads';
+import { OutboundPolicy, policyFor, rulesOf } from './policy.js';
+
+export { DEFAULT_DOMAIN, OutboundPolicy, PolicyError } from './policy.js';
+
+const GENERATED_DIR = new URL('./generated/', import.meta.url);
+
+/**
+ * Keeps the `E2B_*` variables of `env`: the only ones the component sees,
+ * so the rest of the environment (and its secrets) stays outside.
+ */
+export function e2bEnv(env = process.env) {
+  const picked = {};
+  for (const [name, value] of Object.entries(env ?? {})) {
+    if (name.startsWith('E2B_') && typeof value === 'string') picked[name] = value;
+  }
+  return picked;
+}
+
+/** A failed typed call: the component's `tool-error`. */
+export class ToolError extends Error {
+  constructor({ kind, message, partialOutput = '', path, command }) {
+    super(message);
+    this.name = 'ToolError';
+    this.kind = kind;
+    this.partialOutput = partialOutput;
+    this.path = path;
+    this.command = command;
+  }
+}
+
+// Argument checks: a wrong type is the caller's bug, reported by name before
+// anything reaches the component.
+
+function fail(what, expected, value) {
+  const shown = typeof value === 'string' ? JSON.stringify(value) : String(value);
+  throw new TypeError(`${what} must be ${expected}, got ${typeof value} ${shown.slice(0, 80)}`);
+}
+
+function text(what, value) {
+  if (typeof value !== 'string') fail(what, 'a string', value);
+  return value;
+}
+
+function optional(check) {
+  return (what, value) => (value == null ? undefined : check(what, value));
+}
+
+function boolean(what, value) {
+  if (typeof value !== 'boolean') fail(what, 'a boolean', value);
+  return value;
+}
+
+function integer(max) {
+  return (what, value) => {
+    if (!Number.isInteger(value) || value < 0 || value > max) {
+      fail(what, `an integer from 0 to ${max}`, value);
+    }
+    return value;
+  };
+}
+
+const u16 = integer(0xffff);
+const u32 = integer(0xffffffff);
+const optText = optional(text);
+const optBoolean = optional(boolean);
+const optU16 = optional(u16);
+const optU32 = optional(u32);
+
+function object(what, value) {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    fail(what, 'an object', value);
+  }
+  return value;
+}
+
+/** `{NAME: "value"}` as the WIT's list of key-value pairs. */
+function pairs(what, value) {
+  if (value == null) return [];
+  return Object.entries(object(what, value)).map(([key, entry]) => ({
+    key,
+    value: text(`${what}.${key}`, entry),
+  }));
+}
+
+function list(what, value, check) {
+  if (value == null) return [];
+  if (!Array.isArray(value)) fail(what, 'an array', value);
+  return value.map((entry, i) => check(`${what}[${i}]`, entry));
+}
+
+function oneOf(what, value, names) {
+  if (!names.includes(value)) fail(what, `one of ${names.join(', ')}`, value);
+  return value;
+}
+
+/** Rejects keys a function does not take (a typo would be silently ignored). */
+function known(what, value, keys) {
+  for (const key of Object.keys(object(what, value))) {
+    if (!keys.includes(key)) throw new TypeError(`${what} has no option ${JSON.stringify(key)}`);
+  }
+  return value;
+}
+
+const CONFIG_KEYS = [
+  'apiKey',
+  'template',
+  'metadata',
+  'envs',
+  'timeoutSeconds',
+  'domain',
+  'apiUrl',
+  'sandboxUrl',
+  'requestTimeoutMs',
+  'allowInternetAccess',
+  'network',
+  'onTimeout',
+  'autoResume',
+  'volumeMounts',
+  'maxOutputBytes',
+  'richResults',
+  'readinessTimeoutMs',
+  'sandboxId',
+  'tools',
+];
+
+/** The WIT `network-rules` record, when there are rules. */
+function witNetwork(network) {
+  if (network == null) return undefined;
+  const { allowOut, denyOut, allowPublicTraffic, maskRequestHost } = known(
+    'config.network',
+    network,
+    ['allowOut', 'denyOut', 'allowPublicTraffic', 'maskRequestHost'],
+  );
+  return {
+    allowOut: list('config.network.allowOut', allowOut, text),
+    denyOut: list('config.network.denyOut', denyOut, text),
+    allowPublicTraffic: optBoolean('config.network.allowPublicTraffic', allowPublicTraffic),
+    maskRequestHost: optText('config.network.maskRequestHost', maskRequestHost),
+  };
+}
+
+/** The WIT `config` record from the wrapper's options. */
+function witConfig(config) {
+  const c = known('config', config, CONFIG_KEYS);
+  return {
+    apiKey: optText('config.apiKey', c.apiKey),
+    template: optText('config.template', c.template),
+    metadata: pairs('config.metadata', c.metadata),
+    envs: pairs('config.envs', c.envs),
+    timeoutSeconds: optU32('config.timeoutSeconds', c.timeoutSeconds),
+    domain: optText('config.domain', c.domain),
+    apiUrl: optText('config.apiUrl', c.apiUrl),
+    sandboxUrl: optText('config.sandboxUrl', c.sandboxUrl),
+    requestTimeoutMs: optU32('config.requestTimeoutMs', c.requestTimeoutMs),
+    allowInternetAccess: optBoolean('config.allowInternetAccess', c.allowInternetAccess),
+    network: witNetwork(c.network),
+    onTimeout:
+      c.onTimeout == null ? undefined : oneOf('config.onTimeout', c.onTimeout, ['kill', 'pause']),
+    autoResume: optBoolean('config.autoResume', c.autoResume),
+    volumeMounts: list('config.volumeMounts', c.volumeMounts, (what, mount) => {
+      known(what, mount, ['name', 'path']);
+      return { name: text(`${what}.name`, mount.name), path: text(`${what}.path`, mount.path) };
+    }),
+    maxOutputBytes: optU32('config.maxOutputBytes', c.maxOutputBytes),
+    richResults: optBoolean('config.richResults', c.richResults),
+    readinessTimeoutMs: optU32('config.readinessTimeoutMs', c.readinessTimeoutMs),
+    sandboxId: optText('config.sandboxId', c.sandboxId),
+    tools:
+      c.tools == null
+        ? undefined
+        : typeof c.tools === 'string'
+          ? [c.tools]
+          : list('config.tools', c.tools, text),
+  };
+}
+
+const SIGNALS = ['sigterm', 'sigint', 'sighup', 'sigquit', 'sigkill'];
+
+/** A byte offset as the WIT's u64 (jco takes BigInts). */
+function offset(what, value) {
+  if (typeof value === 'bigint' && value >= 0n && value <= 0xffffffffffffffffn) return value;
+  return BigInt(integer(Number.MAX_SAFE_INTEGER)(what, value ?? 0));
+}
+
+/** The JSON text of a model's arguments (a string is sent as it is). */
+function argumentsJson(args) {
+  if (typeof args === 'string') return args;
+  const json = JSON.stringify(args ?? {});
+  // JSON.stringify gives undefined for a function or a symbol.
+  if (json === undefined) fail('callTool arguments', 'an object or JSON text', args);
+  return json;
+}
+
+/** The catalog entry of one tool, as the component gives it. */
+function toolSpec(spec) {
+  return {
+    name: spec.name,
+    title: spec.title,
+    description: spec.description,
+    parameters: JSON.parse(spec.parametersSchema),
+    resultSchema: JSON.parse(spec.resultSchema),
+    hints: { ...spec.hints },
+  };
+}
+
+/** One instance of the component: it owns at most one sandbox. */
+export class E2BTools {
+  #worker;
+  /** The last queued call; the next one starts when it has settled. */
+  #tail = Promise.resolve();
+  /** Queued and running calls: the worker keeps Node alive only while some are. */
+  #pending = 0;
+  /** The running call's promise callbacks. */
+  #current;
+  /** Why no more calls can run (closed, or the worker died). */
+  #stopped;
+  /** The `E2B_*` variables the component was given. */
+  #env;
+  /** The allow-list in force. */
+  #policy;
+  /** Whether the host gave it (then `configure` leaves it alone). */
+  #explicitPolicy;
+
+  /** Use `loadE2BTools()`. */
+  constructor(worker, env, policy, explicitPolicy) {
+    this.#worker = worker;
+    this.#env = env;
+    this.#policy = policy;
+    this.#explicitPolicy = explicitPolicy;
+    worker.on('message', (answer) => this.#answer(answer));
+    worker.on('error', (err) =>
+      this.#stop(new Error(`the e2b-tools worker failed: ${err.message}`)),
+    );
+    worker.on('exit', (code) =>
+      this.#stop(new Error(`the e2b-tools worker exited (code ${code})`)),
+    );
+    worker.unref();
+  }
+
+  #answer({ value, toolError, error }) {
+    const current = this.#current;
+    this.#current = undefined;
+    if (toolError) current?.reject(new ToolError(toolError));
+    else if (error) current?.reject(Object.assign(new Error(error.message), { name: error.name }));
+    else current?.resolve(value);
+  }
+
+  #stop(reason) {
+    this.#stopped ??= reason;
+    this.#current?.reject(this.#stopped);
+    this.#current = undefined;
+  }
+
+  /** Runs `task` after every call queued before it. */
+  #enqueue(task) {
+    if (this.#pending++ === 0) this.#worker.ref();
+    const result = this.#tail.then(task).finally(() => {
+      if (--this.#pending === 0) this.#worker.unref();
+    });
+    this.#tail = result.catch(() => {});
+    return result;
+  }
+
+  /** Sends one request; only one is in flight (the queue sees to it). */
+  #send(op, ...args) {
+    return new Promise((resolve, reject) => {
+      if (this.#stopped) return reject(this.#stopped);
+      this.#current = { resolve, reject };
+      this.#worker.postMessage({ op, args });
+    });
+  }
+
+  #call(op, ...args) {
+    return this.#enqueue(() => this.#send(op, ...args));
+  }
+
+  get policy() {
+    return this.#policy;
+  }
+
+  async configure(config = {}) {
+    const wit = witConfig(config);
+    // Computed now, so a bad URL is refused before the component takes it.
+    const next = this.#explicitPolicy ? null : policyFor(wit, this.#env);
+    await this.#call('configure', wit, next && rulesOf(next));
+    if (next) this.#policy = next;
+  }
+
+  sandboxId() {
+    return this.#call('sandboxId');
+  }
+
+  shutdown() {
+    return this.#call('shutdown');
+  }
+
+  close() {
+    return this.#enqueue(async () => {
+      if (this.#stopped) return false;
+      try {
+        return await this.#send('shutdown');
+      } finally {
+        this.#stop(new Error('this E2BTools instance is closed'));
+        await this.#worker.terminate();
+      }
+    });
+  }
+
+  async listTools() {
+    return (await this.#call('listTools')).map(toolSpec);
+  }
+
+  async openaiChatTools() {
+    return (await this.listTools()).map(({ name, description, parameters }) => ({
+      type: 'function',
+      function: { name, description, parameters },
+    }));
+  }
+
+  async openaiResponsesTools() {
+    // Not strict: strict mode needs every property required, and most of
+    // these arguments are optional.
+    return (await this.listTools()).map(({ name, description, parameters }) => ({
+      type: 'function',
+      name,
+      description,
+      parameters,
+      strict: false,
+    }));
+  }
+
+  async anthropicTools() {
+    return (await this.listTools()).map(({ name, description, parameters }) => ({
+      name,
+      description,
+      input_schema: parameters,
+    }));
+  }
+
+  instructions() {
+    return this.#call('instructions');
+  }
+
+  async callTool(name, args) {
+    const json = argumentsJson(args);
+    return JSON.parse(await this.#call('callTool', text('callTool name', name), json));
+  }
+
+  async runCode(args) {
+    const { code, language, envs, timeoutSeconds } = known('runCode arguments', args, [
+      'code',
+      'language',
+      'envs',
+      'timeoutSeconds',
+    ]);
+    return this.#call('runCode', {
+      code: text('code', code),
+      language: optText('language', language),
+      envs: pairs('envs', envs),
+      timeoutSeconds: optU32('timeoutSeconds', timeoutSeconds),
+    });
+  }
+
+  async runCommand(args) {
+    const { command, cwd, envs, timeoutSeconds } = known('runCommand arguments', args, [
+      'command',
+      'cwd',
+      'envs',
+      'timeoutSeconds',
+    ]);
+    return this.#call('runCommand', {
+      command: text('command', command),
+      cwd: optText('cwd', cwd),
+      envs: pairs('envs', envs),
+      timeoutSeconds: optU32('timeoutSeconds', timeoutSeconds),
+    });
+  }
+
+  async writeFile(path, content) {
+    await this.#call('writeFile', text('path', path), text('content', content));
+  }
+
+  async readFile(path) {
+    return this.#call('readFile', text('path', path));
+  }
+
+  async listFiles(path) {
+    return this.#call('listFiles', optText('path', path));
+  }
+
+  async startBackgroundCommand(args) {
+    const { command, port, cwd, envs, timeoutSeconds } = known(
+      'startBackgroundCommand arguments',
+      args,
+      ['command', 'port', 'cwd', 'envs', 'timeoutSeconds'],
+    );
+    return this.#call('startBackgroundCommand', {
+      command: text('command', command),
+      port: optU16('port', port),
+      cwd: optText('cwd', cwd),
+      envs: pairs('envs', envs),
+      timeoutSeconds: optU32('timeoutSeconds', timeoutSeconds),
+    });
+  }
+
+  async getBackgroundOutput(pid, since) {
+    const offsets =
+      since == null
+        ? undefined
+        : {
+            stdout: offset('since.stdout', object('since', since).stdout),
+            stderr: offset('since.stderr', since.stderr),
+          };
+    const output = await this.#call('getBackgroundOutput', u32('pid', pid), offsets);
+    // The output kept per stream is capped (64 MiB): offsets fit a number.
+    const { stdout, stderr } = output.nextSince;
+    return { ...output, nextSince: { stdout: Number(stdout), stderr: Number(stderr) } };
+  }
+
+  async stopBackgroundCommand(pid, signal) {
+    const name =
+      signal == null ? undefined : oneOf('signal', text('signal', signal).toLowerCase(), SIGNALS);
+    return this.#call('stopBackgroundCommand', u32('pid', pid), name);
+  }
+}
+
+/** The core modules, compiled once per process and shared by every instance. */
+let coreModules;
+
+function compileCoreModules() {
+  coreModules ??= readdir(GENERATED_DIR).then(async (names) => {
+    const wasm = names.filter((name) => name.endsWith('.wasm'));
+    const compiled = await Promise.all(
+      wasm.map(async (name) => WebAssembly.compile(await readFile(new URL(name, GENERATED_DIR)))),
+    );
+    return Object.fromEntries(wasm.map((name, i) => [name, compiled[i]]));
+  });
+  return coreModules;
+}
+
+export async function loadE2BTools(options = {}) {
+  const { env = process.env, policy } = known('loadE2BTools options', options, ['env', 'policy']);
+  if (policy != null && !(policy instanceof OutboundPolicy)) {
+    fail('policy', 'an OutboundPolicy (OutboundPolicy.forEndpoints)', policy);
+  }
+  const picked = e2bEnv(env);
+  // Checks the endpoints now, for a clear error; the worker enforces them.
+  const initial = policy ?? policyFor({}, picked);
+  const worker = new Worker(new URL('./worker.js', import.meta.url), {
+    workerData: { env: picked, rules: rulesOf(initial), coreModules: await compileCoreModules() },
+    // The worker's own process.env is the same few variables.
+    env: picked,
+  });
+  await new Promise((resolve, reject) => {
+    const failed = (err) =>
+      reject(new Error(`the e2b-tools component did not load: ${err.message}`));
+    const exited = (code) => failed(new Error(`its worker exited (code ${code})`));
+    worker.once('error', failed);
+    worker.once('exit', exited);
+    worker.once('message', () => {
+      worker.off('error', failed);
+      worker.off('exit', exited);
+      resolve();
+    });
+  });
+  return new E2BTools(worker, picked, initial, policy != null);
+}
