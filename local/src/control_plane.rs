@@ -122,8 +122,9 @@ async fn create_v2(State(api): State<Api>, body: Bytes) -> Response {
 
 /// The templates the local server knows, by E2B's public aliases: `base`
 /// (the SDK's default) and `code-interpreter-v1` (the code interpreter's).
-/// Both run on the host's own software under the sandbox's isolation (see
-/// local/README.md).
+/// Both run on the host's own software under the sandbox's isolation;
+/// `code-interpreter-v1` adds its Python environment where `scripts/bootstrap`
+/// installed it (`isolation::rootfs::TemplateEnvs`, local/README.md).
 pub const TEMPLATES: [&str; 2] = ["base", e2b_wire::api::DEFAULT_TEMPLATE];
 
 async fn create_v1(State(api): State<Api>, body: Bytes) -> Response {
@@ -158,7 +159,11 @@ async fn create(api: Api, body: &[u8], default_timeout: u32) -> Response {
         Err(rejection) => return rejection.into_response(),
     };
     match api.registry.create(request, timeout) {
-        Ok(sandbox) => (StatusCode::CREATED, Json(sandbox.body())).into_response(),
+        Ok(sandbox) => {
+            // Before anyone knows its id, so before its first process.
+            sandbox.runner.use_template(&sandbox.request.template_id);
+            (StatusCode::CREATED, Json(sandbox.body())).into_response()
+        }
         Err(CreateError::TooMany(max)) => api_error(
             StatusCode::TOO_MANY_REQUESTS,
             format!("you have reached the maximum number of concurrent sandboxes ({max})"),

@@ -159,13 +159,17 @@ impl Registry {
         }
     }
 
-    /// Pauses: processes stop, the filesystem stays. False if already paused.
+    /// Pauses: processes are frozen (or, without a freezer, stopped), the
+    /// filesystem stays. False if already paused.
     pub fn pause(&self, sandbox: &Arc<Sandbox>) -> bool {
-        if !sandbox.mark_paused() {
-            return false;
+        match sandbox.pause() {
+            None => false,
+            Some(true) => true,
+            Some(false) => {
+                self.spawn_or_run_now(Arc::clone(sandbox), true);
+                true
+            }
         }
-        self.spawn_or_run_now(Arc::clone(sandbox), true);
-        true
     }
 
     pub fn stats(&self) -> Stats {

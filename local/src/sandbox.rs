@@ -22,6 +22,9 @@ pub(crate) enum State {
 
 struct Life {
     state: State,
+    /// Paused with its processes frozen in their cgroup (memory kept),
+    /// rather than stopped.
+    frozen: bool,
     /// When it expires (wall clock, scaled by the server's time scale).
     deadline: Instant,
     /// The nominal expiry shown to clients.
@@ -72,6 +75,7 @@ impl Sandbox {
             time_scale,
             life: Mutex::new(Life {
                 state: State::Running,
+                frozen: false,
                 deadline: Instant::now() + scaled(timeout_secs, time_scale),
                 end_at: now + Duration::from_secs(timeout_secs),
             }),
@@ -112,15 +116,21 @@ impl Sandbox {
         }
     }
 
-    /// Marks it paused; returns false if it already was.
-    pub fn mark_paused(&self) -> bool {
+    /// Pauses it: open responses are cut, and its processes are frozen in
+    /// their cgroup, so memory survives (a background server, the kernel's
+    /// variables), as E2B's pause keeps the VM's. `None` if it was not
+    /// running; `Some(false)` when it could not be frozen (no freezer): the
+    /// caller then stops its processes.
+    pub fn pause(&self) -> Option<bool> {
         match self.life.lock() {
             Ok(mut l) if l.state == State::Running => {
                 l.state = State::Paused;
                 self.gone.send_replace(true);
-                true
+                // Under the lock: a resume waits for the freeze to settle.
+                l.frozen = self.runner.freeze();
+                Some(l.frozen)
             }
-            _ => false,
+            _ => None,
         }
     }
 
@@ -128,6 +138,9 @@ impl Sandbox {
     pub fn resume(&self, secs: u64) -> bool {
         match self.life.lock() {
             Ok(mut l) if l.state == State::Paused => {
+                if std::mem::take(&mut l.frozen) {
+                    self.runner.thaw();
+                }
                 self.processes.reopen();
                 self.gone.send_replace(false);
                 l.state = State::Running;
@@ -177,8 +190,11 @@ impl Sandbox {
         .clone()
     }
 
-    /// Stops every process and kernel (kill and pause).
+    /// Stops every process and kernel (kill, and pause without a freezer).
     pub async fn stop_processes(&self) {
+        // Frozen processes cannot die: thaw first (a kill while paused).
+        let runner = Arc::clone(&self.runner);
+        let _ = tokio::task::spawn_blocking(move || runner.thaw()).await;
         let interp = self.interpreter.lock().ok().and_then(|mut s| s.take());
         if let Some(interp) = interp {
             interp.shutdown().await;

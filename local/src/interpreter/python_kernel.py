@@ -428,6 +428,9 @@ def install_ipython_display_shim():
         setattr(module, name, value)
     ipython.display = module
     ipython.get_ipython = lambda: None
+    # matplotlib reads it once an IPython module is loaded (IPython before
+    # 8.24 needs a GUI fix-up); as recent as E2B's image, so nothing is done.
+    ipython.version_info = (9, 0, 0, "")
     sys.modules["IPython"] = ipython
     sys.modules["IPython.display"] = module
 

@@ -51,6 +51,9 @@ pub enum Enforcement {
         /// The `cpuacct` hierarchy when it is mounted apart and writable:
         /// it only counts (the CPU use of metrics), it limits nothing.
         cpuacct: Option<PathBuf>,
+        /// The `freezer` hierarchy when it is mounted and writable: pause
+        /// freezes a sandbox's processes in it instead of killing them.
+        freezer: Option<PathBuf>,
     },
     /// A cgroup v2 directory whose children get the controllers.
     CgroupV2 {
@@ -84,20 +87,23 @@ impl Enforcement {
                 }
                 // Where `cpu` does not count usage itself (cpu and cpuacct
                 // mounted apart), the counting group joins the set.
+                let own_group = |d: PathBuf| {
+                    std::fs::create_dir_all(d.join(&own)).ok()?;
+                    sweep_dead_servers(&d);
+                    Some(d.join(&own))
+                };
                 let cpuacct = (!cpu.join("cpuacct.usage").exists())
                     .then(|| v1("cpuacct"))
                     .flatten()
-                    .filter(|d| std::fs::create_dir_all(d.join(&own)).is_ok())
-                    .map(|d| {
-                        sweep_dead_servers(&d);
-                        d.join(&own)
-                    });
+                    .and_then(own_group);
+                let freezer = v1("freezer").and_then(own_group);
                 let [memory, pids, cpu] = mine;
                 return Enforcement::CgroupV1 {
                     memory,
                     pids,
                     cpu,
                     cpuacct,
+                    freezer,
                 };
             }
         }
@@ -124,8 +130,9 @@ impl Enforcement {
     /// For the server's startup line.
     pub fn describe(&self) -> &'static str {
         match self {
-            Enforcement::CgroupV1 { .. } => "cgroup v1 (memory, pids, cpu)",
-            Enforcement::CgroupV2 { .. } => "cgroup v2 (memory, pids, cpu)",
+            Enforcement::CgroupV1 { freezer: None, .. } => "cgroup v1 (memory, pids, cpu)",
+            Enforcement::CgroupV1 { .. } => "cgroup v1 (memory, pids, cpu, freezer)",
+            Enforcement::CgroupV2 { .. } => "cgroup v2 (memory, pids, cpu, freeze)",
             Enforcement::Rlimits => "rlimits only (no writable cgroup hierarchy)",
         }
     }
@@ -135,15 +142,20 @@ impl Enforcement {
     pub fn create(&self, id: &str, limits: &Limits, owner: u32) -> std::io::Result<Option<Cgroup>> {
         let quota = u64::from(limits.cpu_count) * CPU_PERIOD_US;
         let memory = u64::from(limits.memory_mb) << 20;
-        let dirs = match self {
+        let (dirs, freezer) = match self {
             Enforcement::CgroupV1 {
                 memory: m,
                 pids,
                 cpu,
                 cpuacct,
+                freezer,
             } => {
                 let mut dirs = vec![m.join(id), pids.join(id), cpu.join(id)];
                 dirs.extend(cpuacct.as_ref().map(|d| d.join(id)));
+                let freezer = freezer.as_ref().map(|d| Freezer::V1(d.join(id)));
+                if let Some(Freezer::V1(d)) = &freezer {
+                    dirs.push(d.clone());
+                }
                 for d in &dirs {
                     std::fs::create_dir_all(d)?;
                 }
@@ -156,7 +168,7 @@ impl Enforcement {
                 std::fs::write(dirs[1].join("pids.max"), limits.max_processes.to_string())?;
                 std::fs::write(dirs[2].join("cpu.cfs_period_us"), CPU_PERIOD_US.to_string())?;
                 std::fs::write(dirs[2].join("cpu.cfs_quota_us"), quota.to_string())?;
-                dirs
+                (dirs, freezer)
             }
             Enforcement::CgroupV2 { parent } => {
                 let d = parent.join(id);
@@ -165,11 +177,16 @@ impl Enforcement {
                 let _ = std::fs::write(d.join("memory.swap.max"), "0");
                 std::fs::write(d.join("pids.max"), limits.max_processes.to_string())?;
                 std::fs::write(d.join("cpu.max"), format!("{quota} {CPU_PERIOD_US}"))?;
-                vec![d]
+                // cgroup.freeze: Linux 5.2 and later.
+                let freezer = d
+                    .join("cgroup.freeze")
+                    .exists()
+                    .then(|| Freezer::V2(d.clone()));
+                (vec![d], freezer)
             }
             Enforcement::Rlimits => return Ok(None),
         };
-        let group = Cgroup { dirs };
+        let group = Cgroup { dirs, freezer };
         for procs in group.procs_files() {
             rustix::fs::chown(&procs, Some(rustix::fs::Uid::from_raw(owner)), None)?;
         }
@@ -225,7 +242,18 @@ pub struct Usage {
 #[derive(Debug)]
 pub struct Cgroup {
     dirs: Vec<PathBuf>,
+    freezer: Option<Freezer>,
 }
+
+/// Where a group is frozen: v1's `freezer.state`, v2's `cgroup.freeze`.
+#[derive(Debug)]
+enum Freezer {
+    V1(PathBuf),
+    V2(PathBuf),
+}
+
+/// How long freezing or thawing may take to settle.
+const FREEZE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Cgroup {
     /// The `cgroup.procs` files a process writes its pid into to join.
@@ -266,6 +294,53 @@ impl Cgroup {
             cpu_ns,
             memory,
             cache,
+        }
+    }
+
+    /// Whether the group can be frozen.
+    pub fn can_freeze(&self) -> bool {
+        self.freezer.is_some()
+    }
+
+    /// Freezes (or thaws) every process in the group and waits until the
+    /// kernel says it is done. A frozen process runs nothing and gets no
+    /// signal (not even SIGKILL) until thawed.
+    pub fn set_frozen(&self, frozen: bool) -> std::io::Result<()> {
+        let (file, value, settled): (PathBuf, &str, fn(&str, bool) -> bool) = match &self.freezer {
+            None => return Err(std::io::Error::other("no freezer for this cgroup")),
+            Some(Freezer::V1(d)) => (
+                d.join("freezer.state"),
+                if frozen { "FROZEN" } else { "THAWED" },
+                |state, frozen| state.trim() == if frozen { "FROZEN" } else { "THAWED" },
+            ),
+            Some(Freezer::V2(d)) => (
+                d.join("cgroup.freeze"),
+                if frozen { "1" } else { "0" },
+                |events, frozen| {
+                    let want = if frozen { "frozen 1" } else { "frozen 0" };
+                    events.lines().any(|l| l.trim() == want)
+                },
+            ),
+        };
+        let status = match &self.freezer {
+            Some(Freezer::V2(d)) => d.join("cgroup.events"),
+            _ => file.clone(),
+        };
+        let started = std::time::Instant::now();
+        loop {
+            // v1 may stay FREEZING while a task is busy in the kernel:
+            // writing FROZEN again retries it.
+            std::fs::write(&file, value)?;
+            if settled(&std::fs::read_to_string(&status)?, frozen) {
+                return Ok(());
+            }
+            if started.elapsed() > FREEZE_TIMEOUT {
+                return Err(std::io::Error::other(format!(
+                    "the cgroup did not settle {} within {FREEZE_TIMEOUT:?}",
+                    if frozen { "frozen" } else { "thawed" }
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
 

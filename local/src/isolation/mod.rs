@@ -41,7 +41,7 @@ pub use ids::{HostIds, SandboxUser};
 use limits::{Cgroup, Disk, Enforcement};
 pub use limits::{Limits, Usage};
 use network::Internet;
-use rootfs::RootFs;
+use rootfs::{RootFs, TemplateEnvs};
 
 /// The `PATH` a sandbox process gets.
 pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -126,7 +126,7 @@ impl Launcher {
             std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o711))
                 .map_err(|e| IsolationUnavailable(format!("{}: {e}", data_dir.display())))?;
         }
-        let rootfs = RootFs::create(data_dir)
+        let rootfs = RootFs::create(data_dir, TemplateEnvs::detect(privileged))
             .map_err(|e| IsolationUnavailable(format!("cannot write the sandbox /etc: {e}")))?;
         let isolated = Isolated {
             bwrap: need("bwrap", "bubblewrap")?,
@@ -164,7 +164,7 @@ impl Launcher {
         match self {
             Launcher::None => "isolation: NONE (--no-isolation)".into(),
             Launcher::Bwrap(i) => format!(
-                "isolation: bubblewrap; users: {}; limits: {}; disk: {}; network: {}",
+                "isolation: bubblewrap; users: {}; limits: {}; disk: {}; network: {}; {}",
                 if i.privileged {
                     "a subordinate uid block per sandbox"
                 } else {
@@ -177,6 +177,7 @@ impl Launcher {
                     format!("file size capped at {} MiB, total not", i.limits.disk_mb)
                 },
                 i.internet.describe(),
+                i.rootfs.templates().describe(),
             ),
         }
     }
@@ -383,6 +384,8 @@ pub struct SandboxRunner {
     internet: bool,
     held: Mutex<Option<Held>>,
     anchor: Mutex<Option<Anchor>>,
+    /// The template's environment (a host directory bound at its own path).
+    template_env: std::sync::OnceLock<PathBuf>,
 }
 
 impl SandboxRunner {
@@ -400,7 +403,27 @@ impl SandboxRunner {
             internet,
             held: Mutex::new(Some(held)),
             anchor: Mutex::new(None),
+            template_env: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives the sandbox `template`'s environment, if the server has one
+    /// (`code-interpreter-v1`'s venv): mounted read-only, first on `PATH`.
+    /// Must come before the sandbox's first process; false if it has none
+    /// or came too late.
+    pub fn use_template(&self, template: &str) -> bool {
+        let Launcher::Bwrap(iso) = &self.launcher else {
+            return false;
+        };
+        let Some(env) = iso.rootfs.templates().get(template) else {
+            return false;
+        };
+        let started = self.anchor.lock().map_or(true, |a| a.is_some());
+        if started {
+            tracing::warn!("the sandbox started before its template's environment was set");
+            return false;
+        }
+        self.template_env.set(env.to_path_buf()).is_ok()
     }
 
     /// The host ids behind this sandbox's users.
@@ -485,7 +508,11 @@ impl SandboxRunner {
             Launcher::Bwrap(_) => home.to_string(),
             Launcher::None => self.paths.home().to_string_lossy().into_owned(),
         };
-        cmd.env("PATH", SANDBOX_PATH)
+        let path = match self.template_env.get() {
+            Some(env) => format!("{}:{SANDBOX_PATH}", env.join("bin").display()),
+            None => SANDBOX_PATH.to_string(),
+        };
+        cmd.env("PATH", path)
             .env("HOME", home)
             .env("USER", name)
             .env("LOGNAME", name);
@@ -680,7 +707,11 @@ impl SandboxRunner {
         // namespace for --uid, which nsenter then cannot join.)
         cmd.args(["--unshare-user", "--info-fd", "1", "--userns-block-fd", "0"]);
         cmd.args(["--uid", "1000", "--gid", "1000"]);
-        iso.rootfs.add_bwrap_args(&mut cmd, &self.paths);
+        iso.rootfs.add_bwrap_args(
+            &mut cmd,
+            &self.paths,
+            self.template_env.get().map(PathBuf::as_path),
+        );
         cmd.args([
             "--unshare-pid",
             "--unshare-ipc",
@@ -763,9 +794,47 @@ impl SandboxRunner {
         Ok(anchor)
     }
 
+    /// Freezes every process of the sandbox in its cgroup (a pause that
+    /// keeps memory). False when it cannot: no cgroup freezer here, or the
+    /// freeze did not settle (then nothing stays frozen).
+    pub fn freeze(&self) -> bool {
+        self.with_cgroup(|cgroup| {
+            if !cgroup.can_freeze() {
+                return false;
+            }
+            match cgroup.set_frozen(true) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!("cannot freeze the sandbox: {e}");
+                    let _ = cgroup.set_frozen(false);
+                    false
+                }
+            }
+        })
+        .unwrap_or(false)
+    }
+
+    /// Thaws what [`Self::freeze`] froze (nothing when nothing is frozen).
+    pub fn thaw(&self) {
+        self.with_cgroup(|cgroup| {
+            if cgroup.can_freeze() {
+                if let Err(e) = cgroup.set_frozen(false) {
+                    tracing::warn!("cannot thaw the sandbox: {e}");
+                }
+            }
+        });
+    }
+
+    fn with_cgroup<T>(&self, f: impl FnOnce(&Cgroup) -> T) -> Option<T> {
+        let held = self.held.lock().ok()?;
+        held.as_ref()?.cgroup.as_ref().map(f)
+    }
+
     /// Stops the anchor: every process still in the sandbox dies. The
-    /// sandbox's files, ids, cgroup and disk stay (a pause).
+    /// sandbox's files, ids, cgroup and disk stay.
     pub fn stop(&self) {
+        // Frozen processes would not die (nor the anchor reap them).
+        self.thaw();
         let anchor = self.anchor.lock().ok().and_then(|mut s| s.take());
         drop(anchor);
     }

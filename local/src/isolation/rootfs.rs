@@ -9,7 +9,9 @@
 //! minimal `/dev`. Nothing else of the host is there: no `/root`, other
 //! homes, `/opt`, `/srv`, `/mnt`, `/run`, project directories, sockets or
 //! `/etc/shadow`. These two lists are the whole of the host a sandbox can
-//! read; change them here and nowhere else.
+//! read; change them here and nowhere else. The one addition is a
+//! template's environment ([`TemplateEnvs`]): `code-interpreter-v1`
+//! sandboxes get its venv, read-only, at the same path as on the host.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -87,17 +89,142 @@ fn synthesized_etc() -> [(&'static str, &'static str); 6] {
     ]
 }
 
+/// The environment variable naming the directory of template environments.
+pub const TEMPLATES_DIR_VAR: &str = "E2B_TOOLS_TEMPLATES_DIR";
+/// Where template environments are when [`TEMPLATES_DIR_VAR`] is unset
+/// (where `scripts/bootstrap` installs them).
+pub const DEFAULT_TEMPLATES_DIR: &str = "/var/lib/e2b-tools/templates";
+/// The template whose sandboxes get a Python environment of their own.
+pub const CODE_INTERPRETER_TEMPLATE: &str = e2b_wire::api::DEFAULT_TEMPLATE;
+/// The file `scripts/bootstrap` writes last into a finished environment.
+pub const TEMPLATE_STAMP: &str = ".e2b-template";
+/// The `/etc/profile.d` file that puts the environment first on a login
+/// shell's `PATH` (Debian's `/etc/profile` resets it).
+const PROFILE_SCRIPT: &str = "e2b-template-env.sh";
+
+/// The template environments found at server start: for now the
+/// `code-interpreter-v1` venv (numpy, pandas, matplotlib, …), a directory
+/// bound read-only at its own host path, so the venv's absolute paths
+/// (`#!` lines of `pip` and the other scripts) hold inside.
+#[derive(Debug, Clone)]
+pub struct TemplateEnvs {
+    /// The venv of `code-interpreter-v1`, or why there is none.
+    code_interpreter: Result<PathBuf, String>,
+}
+
+impl TemplateEnvs {
+    /// Looks for the environments under `$E2B_TOOLS_TEMPLATES_DIR` (or
+    /// [`DEFAULT_TEMPLATES_DIR`]). `privileged`: sandboxes run as other
+    /// host uids, so the venv must be readable by anyone.
+    pub fn detect(privileged: bool) -> Self {
+        let dir = std::env::var_os(TEMPLATES_DIR_VAR)
+            .filter(|d| !d.is_empty())
+            .map_or_else(|| PathBuf::from(DEFAULT_TEMPLATES_DIR), PathBuf::from);
+        let venv = dir.join(CODE_INTERPRETER_TEMPLATE);
+        Self {
+            code_interpreter: check_venv(&venv, privileged),
+        }
+    }
+
+    /// The host directory of `template`'s environment, if it has one.
+    pub fn get(&self, template: &str) -> Option<&Path> {
+        match template {
+            CODE_INTERPRETER_TEMPLATE => self.code_interpreter.as_deref().ok(),
+            _ => None,
+        }
+    }
+
+    /// For the startup line: what `code-interpreter-v1`'s Python is.
+    pub fn describe(&self) -> String {
+        match &self.code_interpreter {
+            Ok(venv) => format!("{CODE_INTERPRETER_TEMPLATE}: the venv {}", venv.display()),
+            Err(why) => format!(
+                "{CODE_INTERPRETER_TEMPLATE}: the host's python3 ({why}; run scripts/bootstrap \
+                 to install numpy, pandas, matplotlib, scipy, scikit-learn and requests)"
+            ),
+        }
+    }
+}
+
+/// `venv` as a template environment: a finished venv (the stamp is written
+/// last), at a path clear of everything the sandbox root already
+/// has, that the sandbox uids can read.
+fn check_venv(venv: &Path, privileged: bool) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = venv.display();
+    if !venv.join(TEMPLATE_STAMP).is_file() || !venv.join("bin/python3").exists() {
+        return Err(format!("no environment at {shown}"));
+    }
+    // Symlinks resolved: the sandbox sees it at its real path.
+    let canonical = venv.canonicalize().map_err(|e| format!("{shown}: {e}"))?;
+    // It goes on PATH and into a shell script as it is.
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._+@-".contains(c);
+    if !canonical.to_str().is_some_and(|p| p.chars().all(plain)) {
+        return Err(format!(
+            "{} has characters other than A-Z a-z 0-9 / . _ + @ -",
+            canonical.display()
+        ));
+    }
+    if let Some(part) = overlapped(&canonical) {
+        return Err(format!("{shown} overlaps the sandbox's {part}"));
+    }
+    if privileged {
+        for dir in canonical.ancestors() {
+            let mode = std::fs::metadata(dir)
+                .map_err(|e| format!("{}: {e}", dir.display()))?
+                .permissions()
+                .mode();
+            let need = if dir == canonical { 0o005 } else { 0o001 };
+            if mode & need != need {
+                return Err(format!(
+                    "{} is not {} by the sandboxes' uids",
+                    dir.display(),
+                    if dir == canonical {
+                        "readable"
+                    } else {
+                        "searchable"
+                    }
+                ));
+            }
+        }
+    }
+    Ok(canonical)
+}
+
+/// The part of every sandbox's root that `path`, bound at its own path,
+/// would cover or sit inside (`/usr`, `/etc`, the home, `/tmp`, …).
+fn overlapped(path: &Path) -> Option<&'static str> {
+    let taken = HOST_RUNTIME.iter().chain(&[
+        "/etc", HOME_DIR, "/root", "/tmp", "/var/tmp", "/dev", "/proc",
+    ]);
+    taken
+        .copied()
+        .find(|part| path.starts_with(part) || Path::new(part).starts_with(path))
+}
+
+/// The `/etc/profile.d` script that puts `venv/bin` first on `PATH`.
+fn profile_script(venv: &Path) -> String {
+    let bin = venv.join("bin");
+    let bin = bin.display();
+    format!(
+        "# The sandbox template's environment, first on PATH (written by the local server).\n\
+         case \":$PATH:\" in *:{bin}:*) ;; *) PATH=\"{bin}:$PATH\"; export PATH ;; esac\n"
+    )
+}
+
 /// The server-written part of the root, shared by every sandbox.
 #[derive(Debug, Clone)]
 pub struct RootFs {
     /// Holds the synthesized `/etc` files.
     etc: PathBuf,
+    /// Template environments.
+    templates: TemplateEnvs,
 }
 
 impl RootFs {
     /// Writes the synthesized `/etc` under `data_dir` (readable by the
     /// sandboxes' unprivileged host uids).
-    pub fn create(data_dir: &Path) -> std::io::Result<Self> {
+    pub fn create(data_dir: &Path, templates: TemplateEnvs) -> std::io::Result<Self> {
         use std::os::unix::fs::PermissionsExt;
         let etc = data_dir.join(ROOTFS_DIR).join("etc");
         std::fs::create_dir_all(&etc)?;
@@ -109,11 +236,23 @@ impl RootFs {
             std::fs::write(&path, content)?;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
         }
-        Ok(Self { etc })
+        if let Ok(venv) = &templates.code_interpreter {
+            let path = etc.join(PROFILE_SCRIPT);
+            std::fs::write(&path, profile_script(venv))?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
+        }
+        Ok(Self { etc, templates })
     }
 
-    /// Adds bubblewrap's arguments that build the root of the sandbox at `paths`.
-    pub fn add_bwrap_args(&self, cmd: &mut Command, paths: &SandboxPaths) {
+    /// The template environments.
+    pub fn templates(&self) -> &TemplateEnvs {
+        &self.templates
+    }
+
+    /// Adds bubblewrap's arguments that build the root of the sandbox at
+    /// `paths`, with `env` (a directory from [`TemplateEnvs::get`]) bound
+    /// read-only at its own path and first on a login shell's `PATH`.
+    pub fn add_bwrap_args(&self, cmd: &mut Command, paths: &SandboxPaths, env: Option<&Path>) {
         for path in HOST_RUNTIME {
             match std::fs::symlink_metadata(path) {
                 Ok(meta) if meta.file_type().is_symlink() => {
@@ -128,7 +267,28 @@ impl RootFs {
             }
         }
         for path in HOST_ETC {
+            if *path == "/etc/profile.d" && env.is_some() {
+                continue;
+            }
             cmd.args(["--ro-bind-try", path, path]);
+        }
+        if let Some(env) = env {
+            // /etc/profile.d holds the host's scripts one by one (the
+            // directory itself is the sandbox's, on its read-only root) and
+            // the one putting the environment on PATH.
+            cmd.args(["--dir", "/etc/profile.d"]);
+            if let Ok(entries) = std::fs::read_dir("/etc/profile.d") {
+                for entry in entries.flatten() {
+                    if entry.file_name() != PROFILE_SCRIPT {
+                        let path = entry.path();
+                        cmd.arg("--ro-bind-try").arg(&path).arg(&path);
+                    }
+                }
+            }
+            cmd.arg("--ro-bind")
+                .arg(self.etc.join(PROFILE_SCRIPT))
+                .arg(Path::new("/etc/profile.d").join(PROFILE_SCRIPT));
+            cmd.arg("--ro-bind").arg(env).arg(env);
         }
         for (name, _) in synthesized_etc() {
             cmd.arg("--ro-bind")
@@ -141,5 +301,61 @@ impl RootFs {
         cmd.args(["--dir", "/root", "--dev", "/dev", "--proc", "/proc"]);
         // Nothing may be written outside the sandbox's own directories.
         cmd.args(["--remount-ro", "/"]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A finished-looking venv under the build directory (clear of the
+    /// sandbox root's paths, unlike /tmp).
+    fn fake_venv(name: &str) -> PathBuf {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/rootfs-tests")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::os::unix::fs::symlink("/usr/bin/env", dir.join("bin/python3")).unwrap();
+        std::fs::write(dir.join(TEMPLATE_STAMP), "x\n").unwrap();
+        dir.canonicalize().unwrap()
+    }
+
+    #[test]
+    fn a_finished_venv_clear_of_the_root_is_used_at_its_real_path() {
+        let venv = fake_venv("ok");
+        assert_eq!(check_venv(&venv, false), Ok(venv.clone()));
+        std::fs::remove_file(venv.join(TEMPLATE_STAMP)).unwrap();
+        assert!(check_venv(&venv, false)
+            .unwrap_err()
+            .contains("no environment"));
+        assert!(profile_script(&venv).contains(&format!("PATH=\"{}/bin:$PATH\"", venv.display())));
+    }
+
+    #[test]
+    fn venvs_overlapping_the_root_or_oddly_named_are_refused() {
+        for (path, part) in [
+            ("/", "/usr"),
+            ("/usr/lib/venv", "/usr"),
+            ("/tmp/venv", "/tmp"),
+            ("/var", "/var/tmp"),
+            ("/home/user/venv", HOME_DIR),
+            ("/home", HOME_DIR),
+            ("/etc/x", "/etc"),
+        ] {
+            assert_eq!(overlapped(Path::new(path)), Some(part), "{path}");
+        }
+        for path in [
+            DEFAULT_TEMPLATES_DIR,
+            "/home/alice/templates",
+            "/opt/e2b",
+            "/var/lib/x",
+        ] {
+            assert_eq!(overlapped(Path::new(path)), None, "{path}");
+        }
+        // The checks that apply once it exists.
+        let venv = fake_venv("odd name");
+        let err = check_venv(&venv, false).unwrap_err();
+        assert!(err.contains("characters other than"), "{err}");
     }
 }
