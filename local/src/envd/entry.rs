@@ -3,10 +3,60 @@
 //! `os.ModeDir | 0o755`), Go's permission string, owner, RFC 3339
 //! modification time.
 
-use e2b_wire::filesystem::{EntryInfo, FileType};
+use std::ops::Deref;
 
+use e2b_wire::filesystem::{EntryInfo, FileType, WriteInfo};
+use serde::Serialize;
+
+use super::metadata::Metadata;
 use super::sandbox_fs::{Meta, OwnerNames};
 use crate::sandbox::rfc3339;
+
+/// `EntryInfo` with its `metadata` map (the file's `user.e2b.*` extended
+/// attributes), omitted when empty as proto3 JSON omits an empty map.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub(crate) struct Entry {
+    /// Everything else envd says about the entry.
+    #[serde(flatten)]
+    pub info: EntryInfo,
+    /// User metadata.
+    #[serde(skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
+}
+
+impl Deref for Entry {
+    type Target = EntryInfo;
+
+    fn deref(&self) -> &EntryInfo {
+        &self.info
+    }
+}
+
+/// `StatResponse`, `MakeDirResponse`, `MoveResponse`.
+#[derive(Debug, Serialize)]
+pub(crate) struct EntryResponse {
+    /// The entry.
+    pub entry: Entry,
+}
+
+/// `ListDirResponse`.
+#[derive(Debug, Serialize)]
+pub(crate) struct ListDirResponse {
+    /// The entries.
+    pub entries: Vec<Entry>,
+}
+
+/// One element of `POST /files`'s answer, with the metadata the file has
+/// after the write (read back, as envd does).
+#[derive(Debug, Serialize)]
+pub(crate) struct Written {
+    /// Path, name, type.
+    #[serde(flatten)]
+    pub info: WriteInfo,
+    /// User metadata.
+    #[serde(skip_serializing_if = "Metadata::is_empty")]
+    pub metadata: Metadata,
+}
 
 /// Describes the entry at sandbox path `sandbox_path`, lstat'ed as `meta`;
 /// for a symlink, `symlink_target` is what it says and `link_to_dir`
@@ -75,7 +125,28 @@ fn permissions_string(perm: u32, link: bool, dir: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::permissions_string;
+    use super::*;
+
+    #[test]
+    fn metadata_is_a_map_beside_the_entry_and_omitted_when_empty() {
+        let mut e = Entry {
+            info: EntryInfo {
+                name: "a".into(),
+                size: 5,
+                ..Default::default()
+            },
+            metadata: Metadata::new(),
+        };
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            serde_json::json!({"name": "a", "path": "", "size": "5"})
+        );
+        e.metadata.insert("author".into(), "mish".into());
+        assert_eq!(
+            serde_json::to_value(&e).unwrap()["metadata"],
+            serde_json::json!({"author": "mish"})
+        );
+    }
 
     #[test]
     fn go_style_permissions() {

@@ -13,6 +13,8 @@ use e2b_wire::filesystem::WriteInfo;
 use http::{header, HeaderMap, HeaderValue, StatusCode};
 use serde::Deserialize;
 
+use super::entry::Written;
+use super::metadata::{self, Metadata};
 use super::sandbox_fs::{self, FsError, FsErrorKind, Op, SandboxFs};
 use crate::http_errors::api_error;
 use crate::isolation::SandboxUser;
@@ -201,6 +203,11 @@ pub async fn upload(
         Ok(fs) => fs,
         Err(resp) => return *resp,
     };
+    // `X-Metadata-*`: the same map for every file of the upload, as envd.
+    let md = match metadata::from_headers(&headers) {
+        Ok(md) => md,
+        Err(msg) => return api_error(StatusCode::BAD_REQUEST, format!("invalid metadata: {msg}")),
+    };
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -273,7 +280,7 @@ pub async fn upload(
     }
     let mut written = Vec::new();
     for (path, data) in files {
-        match write_file(&fs, &path, data).await {
+        match write_file(&fs, &path, data, &md).await {
             Ok(info) => written.push(info),
             Err(resp) => return resp,
         }
@@ -335,13 +342,18 @@ async fn parse_multipart(
 }
 
 /// Writes one uploaded file; big ones on the blocking pool.
-async fn write_file(fs: &SandboxFs, given: &str, data: Bytes) -> Result<WriteInfo, Response> {
+async fn write_file(
+    fs: &SandboxFs,
+    given: &str,
+    data: Bytes,
+    md: &Metadata,
+) -> Result<Written, Response> {
     let shown = paths::clean(&paths::absolutize(given));
     let written = if data.len() as u64 <= INLINE_IO_LIMIT {
-        fs.write(&shown, &data)
+        fs.write_with_metadata(&shown, &data, md)
     } else {
-        let (fs, path) = (fs.clone(), shown.clone());
-        tokio::task::spawn_blocking(move || fs.write(&path, &data))
+        let (fs, path, md) = (fs.clone(), shown.clone(), md.clone());
+        tokio::task::spawn_blocking(move || fs.write_with_metadata(&path, &data, &md))
             .await
             .unwrap_or_else(|e| {
                 Err(FsError::from_io(
@@ -351,11 +363,14 @@ async fn write_file(fs: &SandboxFs, given: &str, data: Bytes) -> Result<WriteInf
                 ))
             })
     };
-    written.map_err(|e| fs_error(&e, Transfer::Upload, given, &shown))?;
-    Ok(WriteInfo {
-        name: shown.rsplit('/').next().unwrap_or("").to_string(),
-        path: shown,
-        file_type: Some("file".into()),
+    let metadata = written.map_err(|e| fs_error(&e, Transfer::Upload, given, &shown))?;
+    Ok(Written {
+        info: WriteInfo {
+            name: shown.rsplit('/').next().unwrap_or("").to_string(),
+            path: shown,
+            file_type: Some("file".into()),
+        },
+        metadata,
     })
 }
 

@@ -1,5 +1,6 @@
 //! `filesystem.Filesystem` RPCs: Stat, ListDir, MakeDir, Move, Remove, on
-//! the sandbox's own filesystem ([`super::sandbox_fs`]).
+//! the sandbox's own filesystem ([`super::sandbox_fs`]), and the directory
+//! watchers ([`super::watch`]).
 
 use std::sync::Arc;
 
@@ -7,13 +8,13 @@ use axum::body::Body;
 use axum::response::Response;
 use axum::Extension;
 use e2b_wire::connect::{Code, ConnectError};
-use e2b_wire::filesystem::{
-    EntryResponse, ListDirRequest, ListDirResponse, MoveRequest, PathRequest,
-};
+use e2b_wire::filesystem::{ListDirRequest, MoveRequest, PathRequest};
 use http::HeaderMap;
 
+use super::entry::{EntryResponse, ListDirResponse};
 use super::rpc;
 use super::sandbox_fs::{self, FsError, FsErrorKind, SandboxFs};
+use super::watch::{self, Live, Tree, WatchRequest};
 use crate::paths;
 use crate::sandbox::Sandbox;
 
@@ -23,13 +24,13 @@ type Sbx = Extension<Arc<Sandbox>>;
 const MAX_DEPTH: u32 = 64;
 
 /// The sandbox's filesystem as the RPC's user.
-fn open_fs(sandbox: &Sandbox, headers: &HeaderMap) -> Result<SandboxFs, ConnectError> {
+pub(crate) fn open_fs(sandbox: &Sandbox, headers: &HeaderMap) -> Result<SandboxFs, ConnectError> {
     let user = rpc::user_from_headers(headers)?;
     sandbox_fs::for_sandbox(sandbox, user).map_err(connect_error)
 }
 
 /// The Connect error for a failed operation, in envd's words.
-fn connect_error(e: FsError) -> ConnectError {
+pub(crate) fn connect_error(e: FsError) -> ConnectError {
     use FsErrorKind as K;
     let code = match e.kind {
         K::NotFound => Code::NotFound,
@@ -70,7 +71,7 @@ pub async fn stat(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Re
             let req: PathRequest = rpc::read_unary(&headers, body).await?;
             let fs = open_fs(&sandbox, &headers)?;
             match fs.stat(&req.path) {
-                Ok(entry) => Ok(EntryResponse { entry: Some(entry) }),
+                Ok(entry) => Ok(EntryResponse { entry }),
                 Err(e) if matches!(e.kind, FsErrorKind::NotFound) => {
                     Err(not_found("file", &e.path))
                 }
@@ -114,7 +115,7 @@ pub async fn make_dir(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -
             let req: PathRequest = rpc::read_unary(&headers, body).await?;
             let fs = open_fs(&sandbox, &headers)?;
             match fs.make_dir(&req.path) {
-                Ok(entry) => Ok(EntryResponse { entry: Some(entry) }),
+                Ok(entry) => Ok(EntryResponse { entry }),
                 Err(e) => Err(match e.kind {
                     FsErrorKind::AlreadyExists => ConnectError::new(
                         Code::AlreadyExists,
@@ -143,7 +144,7 @@ pub async fn move_entry(Extension(sandbox): Sbx, headers: HeaderMap, body: Body)
             let source = clean(&req.source);
             let src = source.clone();
             match blocking(move || fs.rename(&src, &req.destination)).await? {
-                Ok(entry) => Ok(EntryResponse { entry: Some(entry) }),
+                Ok(entry) => Ok(EntryResponse { entry }),
                 Err(e) if matches!(e.kind, FsErrorKind::NotFound) && e.path == source => Err(
                     ConnectError::new(Code::NotFound, format!("source file not found: {source}")),
                 ),
@@ -169,6 +170,98 @@ pub async fn remove(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> 
                 }
                 Err(e) => Err(connect_error(e)),
             }
+        }
+        .await,
+    )
+}
+
+/// A watcher over `req.path`, on the reactor (the tree is walked on the
+/// blocking pool).
+async fn start_watcher(
+    sandbox: &Arc<Sandbox>,
+    headers: &HeaderMap,
+    req: WatchRequest,
+) -> Result<Live, ConnectError> {
+    let fs = open_fs(sandbox, headers)?;
+    let id = sandbox.id.clone();
+    let tree = tokio::task::spawn_blocking(move || Tree::open(fs, &req, &id))
+        .await
+        .map_err(|e| ConnectError::new(Code::Internal, format!("error creating watcher: {e}")))??;
+    Live::new(tree)
+        .map_err(|e| ConnectError::new(Code::Internal, format!("error creating watcher: {e}")))
+}
+
+/// `WatchDir`: `start`, then the directory's events until the client goes.
+pub async fn watch_dir(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+    let req: WatchRequest = match rpc::read_stream_request(&headers, body).await {
+        Ok(r) => r,
+        Err(e) => return rpc::stream_error(e),
+    };
+    let live = match start_watcher(&sandbox, &headers, req).await {
+        Ok(l) => l,
+        Err(e) => return rpc::stream_error(e),
+    };
+    let (writer, resp) = rpc::stream_response();
+    tokio::spawn(watch::stream(
+        live,
+        writer,
+        sandbox.gone(),
+        rpc::keepalive_header(&headers),
+        rpc::timeout_header(&headers),
+    ));
+    resp
+}
+
+/// `CreateWatcherResponse`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateWatcherResponse {
+    watcher_id: String,
+}
+
+/// `GetWatcherEventsRequest`, `RemoveWatcherRequest`.
+#[derive(serde::Deserialize)]
+struct WatcherRequest {
+    #[serde(default, rename = "watcherId", alias = "watcher_id")]
+    watcher_id: String,
+}
+
+/// `CreateWatcher`: a watcher polled with `GetWatcherEvents`.
+pub async fn create_watcher(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+    rpc::unary(
+        async {
+            let req: WatchRequest = rpc::read_unary(&headers, body).await?;
+            let live = start_watcher(&sandbox, &headers, req).await?;
+            let watcher_id = watch::create(live, &sandbox.id, sandbox.gone());
+            Ok(CreateWatcherResponse { watcher_id })
+        }
+        .await,
+    )
+}
+
+/// `GetWatcherEvents`: the events since the previous call.
+pub async fn get_watcher_events(
+    Extension(sandbox): Sbx,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    rpc::unary(
+        async {
+            let req: WatcherRequest = rpc::read_unary(&headers, body).await?;
+            let events = watch::take_events(&sandbox.id, &req.watcher_id)?;
+            Ok(serde_json::json!({ "events": events }))
+        }
+        .await,
+    )
+}
+
+/// `RemoveWatcher`.
+pub async fn remove_watcher(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+    rpc::unary(
+        async {
+            let req: WatcherRequest = rpc::read_unary(&headers, body).await?;
+            watch::remove(&sandbox.id, &req.watcher_id)?;
+            Ok(serde_json::json!({}))
         }
         .await,
     )

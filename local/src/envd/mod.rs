@@ -5,11 +5,14 @@
 mod entry;
 mod files_http;
 mod filesystem_rpc;
+mod metadata;
 mod process_rpc;
 pub mod processes;
+mod pty;
 pub mod rpc;
 pub(crate) mod sandbox_fs;
 pub(crate) mod signature;
+mod watch;
 
 use std::sync::Arc;
 
@@ -46,11 +49,31 @@ pub(crate) fn router() -> Router {
         .route(pr::SEND_SIGNAL_PATH, post(process_rpc::send_signal))
         .route(pr::CLOSE_STDIN_PATH, post(process_rpc::close_stdin))
         .route("/process.Process/Update", post(process_rpc::update))
+        .route(
+            "/process.Process/StreamInput",
+            post(process_rpc::stream_input),
+        )
         .route(fs::STAT_PATH, post(filesystem_rpc::stat))
         .route(fs::LIST_DIR_PATH, post(filesystem_rpc::list_dir))
         .route(fs::MAKE_DIR_PATH, post(filesystem_rpc::make_dir))
         .route(fs::MOVE_PATH, post(filesystem_rpc::move_entry))
         .route(fs::REMOVE_PATH, post(filesystem_rpc::remove))
+        .route(
+            "/filesystem.Filesystem/WatchDir",
+            post(filesystem_rpc::watch_dir),
+        )
+        .route(
+            "/filesystem.Filesystem/CreateWatcher",
+            post(filesystem_rpc::create_watcher),
+        )
+        .route(
+            "/filesystem.Filesystem/GetWatcherEvents",
+            post(filesystem_rpc::get_watcher_events),
+        )
+        .route(
+            "/filesystem.Filesystem/RemoveWatcher",
+            post(filesystem_rpc::remove_watcher),
+        )
         .fallback(unknown)
         .method_not_allowed_fallback(|| async {
             api_error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")

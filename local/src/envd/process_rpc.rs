@@ -1,5 +1,5 @@
-//! `process.Process` RPCs: Start, Connect, List, SendInput, SendSignal,
-//! CloseStdin, Update.
+//! `process.Process` RPCs: Start, Connect, List, SendInput, StreamInput,
+//! SendSignal, CloseStdin, Update.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -19,6 +19,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::processes::{ManagedProcess, Outcome, StreamItem};
+use super::pty;
 use super::rpc::{self, StreamWriter};
 use super::sandbox_fs;
 use crate::paths;
@@ -88,31 +89,71 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
     }
     let mut envs: BTreeMap<String, String> = sandbox.env_vars().clone();
     envs.extend(req.process.envs.clone());
-    let mut cmd =
-        match sandbox
-            .runner
-            .command(&req.process.cmd, &req.process.args, &cwd, &envs, user)
+    let terminal = match req.pty.as_ref().map(pty_config).transpose() {
+        Ok(config) => match config
+            .map(|c| pty::open(sandbox.runner.root_dir().ok().as_deref(), c.size))
+            .transpose()
         {
-            Ok(cmd) => cmd,
+            Ok(terminal) => terminal,
             Err(e) => {
                 return rpc::stream_error(ConnectError::new(
-                    Code::FailedPrecondition,
-                    format!("error starting process '{}': {e}", req.process.cmd),
+                    Code::Internal,
+                    format!("error starting pty: {e}"),
                 ))
             }
-        };
-    // No real terminal: a PTY request gets its output as `pty` data and its
-    // input through stdin.
-    let pty = req.pty.is_some();
-    let keep_stdin = req.stdin.unwrap_or(false) || pty;
-    cmd.stdin(if keep_stdin {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let child = match cmd.spawn() {
+        },
+        Err(e) => return rpc::stream_error(e),
+    };
+    // On a terminal the program leads a session of its own with the
+    // terminal as its controlling one (util-linux `setsid --ctty`).
+    let (program, args) = match &terminal {
+        Some(_) => (
+            "setsid".to_string(),
+            [
+                vec!["--ctty".to_string(), req.process.cmd.clone()],
+                req.process.args.clone(),
+            ]
+            .concat(),
+        ),
+        None => (req.process.cmd.clone(), req.process.args.clone()),
+    };
+    let mut cmd = match sandbox.runner.command(&program, &args, &cwd, &envs, user) {
+        Ok(cmd) => cmd,
+        Err(e) => {
+            return rpc::stream_error(ConnectError::new(
+                Code::FailedPrecondition,
+                format!("error starting process '{}': {e}", req.process.cmd),
+            ))
+        }
+    };
+    let spawned = match &terminal {
+        Some(pair) => {
+            let end = || pair.slave.try_clone().map(Stdio::from);
+            match (end(), end(), end()) {
+                (Ok(stdin), Ok(stdout), Ok(stderr)) => {
+                    cmd.stdin(stdin).stdout(stdout).stderr(stderr);
+                    cmd.spawn()
+                }
+                (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e),
+            }
+        }
+        None => {
+            let keep_stdin = req.stdin.unwrap_or(false);
+            cmd.stdin(if keep_stdin {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+            cmd.spawn()
+        }
+    };
+    // Our copies of the terminal's slave end go now: the master reads EOF
+    // (EIO) once the process and its children close theirs.
+    drop(cmd);
+    let master = terminal.map(|pair| pair.master);
+    let child = match spawned {
         Ok(c) => c,
         Err(e) => {
             return rpc::stream_error(ConnectError::new(
@@ -130,7 +171,7 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
         .unwrap_or(host_pid);
     let (proc, rx) = sandbox
         .processes
-        .adopt(child, pid, req.process, req.tag, deadline, pty);
+        .adopt(child, pid, req.process, req.tag, deadline, master);
     let (writer, resp) = rpc::stream_response();
     let keepalive = rpc::keepalive_header(&headers);
     tokio::spawn(pump_events(writer, proc.pid, rx, keepalive, None));
@@ -249,15 +290,7 @@ pub async fn send_input(Extension(sandbox): Sbx, headers: HeaderMap, body: Body)
             let req: SendInputRequest = rpc::read_unary(&headers, body).await?;
             let proc = find_running(&sandbox, &req.process)?;
             let data = req.input.stdin.or(req.input.pty).unwrap_or_default();
-            proc.write_stdin(&data).await.map_err(|e| match e {
-                super::processes::InputError::StdinClosed => ConnectError::new(
-                    Code::FailedPrecondition,
-                    "stdin of the process is not open (start it with stdin enabled)",
-                ),
-                super::processes::InputError::Io(e) => {
-                    ConnectError::new(Code::Internal, format!("error writing to stdin: {e}"))
-                }
-            })?;
+            proc.write_stdin(&data).await.map_err(input_error)?;
             Ok(serde_json::json!({}))
         }
         .await,
@@ -296,14 +329,133 @@ pub async fn close_stdin(Extension(sandbox): Sbx, headers: HeaderMap, body: Body
     )
 }
 
-/// `Update` (PTY resize): accepted, nothing to resize without a PTY.
+/// `Update`: resizes a PTY process's terminal.
 pub async fn update(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+    #[derive(Deserialize)]
+    struct UpdateRequest {
+        process: ProcessSelector,
+        #[serde(default)]
+        pty: Option<serde_json::Value>,
+    }
     rpc::unary(
         async {
-            let req: SelectRequest = rpc::read_unary(&headers, body).await?;
-            find_running(&sandbox, &req.process)?;
+            let req: UpdateRequest = rpc::read_unary(&headers, body).await?;
+            let proc = find_running(&sandbox, &req.process)?;
+            let size = req
+                .pty
+                .as_ref()
+                .map(pty_config)
+                .transpose()?
+                .and_then(|c| c.size);
+            if let Some(size) = size {
+                match proc.resize(size) {
+                    Some(Ok(())) => {}
+                    Some(Err(e)) => {
+                        return Err(ConnectError::new(
+                            Code::InvalidArgument,
+                            format!("error resizing pty: {e}"),
+                        ))
+                    }
+                    None => {
+                        return Err(ConnectError::new(
+                            Code::FailedPrecondition,
+                            "the process was not started with a pty",
+                        ))
+                    }
+                }
+            }
             Ok(serde_json::json!({}))
         }
         .await,
     )
+}
+
+/// A request's `pty` field.
+fn pty_config(value: &serde_json::Value) -> Result<pty::PtyConfig, ConnectError> {
+    serde_json::from_value(value.clone())
+        .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("invalid pty: {e}")))
+}
+
+/// One message of `StreamInput`: the process first, then its input.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum StreamInputEvent {
+    Start { process: ProcessSelector },
+    Data { input: e2b_wire::process::ProcessInput },
+    Keepalive {},
+}
+
+/// `StreamInput`: a client stream naming a process, then input for its
+/// stdin (or terminal), each written as it arrives; answered with one
+/// empty message when the client ends the stream.
+pub async fn stream_input(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> Response {
+    use futures_util::StreamExt;
+    if let Err(e) = rpc::require_stream(&headers) {
+        return rpc::stream_error(e);
+    }
+    let outcome = async {
+        let mut chunks = body.into_data_stream();
+        let mut decoder = e2b_wire::connect::EnvelopeDecoder::new(rpc::RPC_BODY_LIMIT);
+        let mut target: Option<Arc<ManagedProcess>> = None;
+        loop {
+            while let Some(envelope) = decoder
+                .next_envelope()
+                .map_err(|e| ConnectError::new(Code::InvalidArgument, e.to_string()))?
+            {
+                if envelope.flags & e2b_wire::connect::FLAG_END_STREAM != 0 {
+                    return Ok(());
+                }
+                // proto3 JSON: the oneof's one field names the event.
+                match rpc::decode_message::<StreamInputEvent>(&envelope.payload)? {
+                    StreamInputEvent::Start { process } => {
+                        target = Some(find_running(&sandbox, &process)?);
+                    }
+                    StreamInputEvent::Data { input } => {
+                        let proc = target.as_ref().ok_or_else(|| {
+                            ConnectError::new(Code::InvalidArgument, "input before the start event")
+                        })?;
+                        let data = input.stdin.or(input.pty).unwrap_or_default();
+                        proc.write_stdin(&data).await.map_err(input_error)?;
+                    }
+                    StreamInputEvent::Keepalive {} => {}
+                }
+            }
+            match chunks.next().await {
+                Some(Ok(chunk)) => decoder.push(&chunk),
+                Some(Err(e)) => {
+                    return Err(ConnectError::new(
+                        Code::Canceled,
+                        format!("reading the request body: {e}"),
+                    ))
+                }
+                // connect-python ends a client stream with the body alone.
+                None => return Ok(()),
+            }
+        }
+    }
+    .await;
+    let (writer, resp) = rpc::stream_response();
+    tokio::spawn(async move {
+        match outcome {
+            Ok(()) => {
+                if writer.send(&serde_json::json!({})).await {
+                    writer.end(None).await;
+                }
+            }
+            Err(e) => writer.end(Some(e)).await,
+        }
+    });
+    resp
+}
+
+fn input_error(e: super::processes::InputError) -> ConnectError {
+    match e {
+        super::processes::InputError::StdinClosed => ConnectError::new(
+            Code::FailedPrecondition,
+            "stdin of the process is not open (start it with stdin enabled)",
+        ),
+        super::processes::InputError::Io(e) => {
+            ConnectError::new(Code::Internal, format!("error writing to stdin: {e}"))
+        }
+    }
 }

@@ -4,13 +4,16 @@
 //! they exit so a late `Connect` still gets `start` + `end`.
 
 use std::collections::HashMap;
+use std::os::fd::OwnedFd;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use e2b_wire::process::{end_event, DataEvent, EndEvent, ProcessConfig, ProcessInfo};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::Child;
+
+use super::pty::{self, PtySize};
 use tokio::sync::mpsc;
 
 /// Output is read in chunks of at most this size, as envd does.
@@ -56,7 +59,10 @@ pub struct ManagedProcess {
     pub config: ProcessConfig,
     /// Its tag.
     pub tag: Option<String>,
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    /// Its stdin: the pipe, or the terminal's master for a PTY process.
+    stdin: tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>,
+    /// A PTY process's terminal (the server's end).
+    pty: Option<OwnedFd>,
     attached: Mutex<Attached>,
     signals: mpsc::UnboundedSender<i32>,
 }
@@ -113,9 +119,17 @@ impl ManagedProcess {
         stdin.flush().await.map_err(InputError::Io)
     }
 
-    /// Closes its stdin (EOF for the process).
+    /// Closes its stdin (EOF for the process). A terminal stays open:
+    /// closing it would hang the process up.
     pub async fn close_stdin(&self) {
-        self.stdin.lock().await.take();
+        if self.pty.is_none() {
+            self.stdin.lock().await.take();
+        }
+    }
+
+    /// Resizes its terminal; `None` when it has none.
+    pub fn resize(&self, size: PtySize) -> Option<std::io::Result<()>> {
+        self.pty.as_ref().map(|master| pty::resize(master, size))
     }
 
     /// Its `List` entry.
@@ -178,7 +192,8 @@ struct Tables {
 impl ProcessTable {
     /// Takes over a spawned child: supervises it until it exits or
     /// `deadline` passes (then SIGKILL). The returned receiver is attached
-    /// before any output is read, so it misses nothing.
+    /// before any output is read, so it misses nothing. `pty`: the master
+    /// of the terminal the child runs on (its output, input and size).
     pub fn adopt(
         self: &Arc<Self>,
         mut child: Child,
@@ -186,15 +201,37 @@ impl ProcessTable {
         config: ProcessConfig,
         tag: Option<String>,
         deadline: Option<Instant>,
-        pty: bool,
+        pty: Option<OwnedFd>,
     ) -> (Arc<ManagedProcess>, mpsc::Receiver<StreamItem>) {
         let (sig_tx, mut sig_rx) = mpsc::unbounded_channel::<i32>();
+        // A terminal's master is read for output and written for input,
+        // each through its own descriptor (reads block in their own task).
+        let terminal = pty.as_ref().and_then(|master| {
+            let reader = master.try_clone().ok()?;
+            let writer = master.try_clone().ok()?;
+            Some((
+                tokio::fs::File::from_std(std::fs::File::from(reader)),
+                tokio::fs::File::from_std(std::fs::File::from(writer)),
+            ))
+        });
+        let (pty_output, stdin): (_, Option<Box<dyn AsyncWrite + Send + Unpin>>) = match terminal {
+            Some((reader, writer)) => (Some(reader), Some(Box::new(writer))),
+            None => (
+                None,
+                child
+                    .stdin
+                    .take()
+                    .map(|s| Box::new(s) as Box<dyn AsyncWrite + Send + Unpin>),
+            ),
+        };
+        let session = pty.as_ref().and_then(|master| master.try_clone().ok());
         let proc = Arc::new(ManagedProcess {
             pid,
             host_pid: child.id().unwrap_or(0),
             config,
             tag,
-            stdin: tokio::sync::Mutex::new(child.stdin.take()),
+            stdin: tokio::sync::Mutex::new(stdin),
+            pty,
             attached: Mutex::new(Attached::default()),
             signals: sig_tx,
         });
@@ -214,13 +251,17 @@ impl ProcessTable {
         let table = Arc::clone(self);
         let p = Arc::clone(&proc);
         let supervisor = tokio::spawn(async move {
-            let (out, err) = if pty {
-                (Output::Pty, Output::Pty)
-            } else {
-                (Output::Stdout, Output::Stderr)
+            let out_task = match pty_output {
+                Some(master) => Some(tokio::spawn(pump(master, Arc::clone(&p), Output::Pty))),
+                None => stdout.map(|s| tokio::spawn(pump(s, Arc::clone(&p), Output::Stdout))),
             };
-            let out_task = stdout.map(|s| tokio::spawn(pump(s, Arc::clone(&p), out)));
-            let err_task = stderr.map(|s| tokio::spawn(pump(s, Arc::clone(&p), err)));
+            let err_task = stderr.map(|s| tokio::spawn(pump(s, Arc::clone(&p), Output::Stderr)));
+            let signal = |child: &Child, sig: i32| {
+                if let Some(master) = &session {
+                    pty::signal_session(master, sig);
+                }
+                send_signal(child, sig);
+            };
             let deadline_sleep = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d.into()).await,
@@ -232,10 +273,10 @@ impl ProcessTable {
             let status: Option<ExitStatus> = loop {
                 tokio::select! {
                     status = child.wait() => break status.ok(),
-                    Some(sig) = sig_rx.recv() => send_signal(&child, sig),
+                    Some(sig) = sig_rx.recv() => signal(&child, sig),
                     _ = &mut deadline_sleep, if !timed_out => {
                         timed_out = true;
-                        send_signal(&child, libc::SIGKILL);
+                        signal(&child, libc::SIGKILL);
                     }
                 }
             };
@@ -370,7 +411,7 @@ fn send_signal(child: &Child, sig: i32) {
 enum Output {
     Stdout,
     Stderr,
-    /// Both pipes of a process started with a PTY request.
+    /// The terminal of a process started with a PTY request.
     Pty,
 }
 

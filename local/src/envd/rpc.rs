@@ -124,6 +124,23 @@ async fn read_body(body: Body) -> Result<Bytes, ConnectError> {
     })
 }
 
+/// Decodes one message's JSON payload.
+pub fn decode_message<T: DeserializeOwned>(payload: &[u8]) -> Result<T, ConnectError> {
+    decode(payload)
+}
+
+/// Checks that a request is a streaming one (`application/connect+json`).
+pub fn require_stream(headers: &HeaderMap) -> Result<(), ConnectError> {
+    let ct = content_type(headers);
+    if ct != CONTENT_TYPE_STREAM {
+        return Err(ConnectError::new(
+            Code::InvalidArgument,
+            format!("unsupported content type '{ct}': streaming calls need {CONTENT_TYPE_STREAM}"),
+        ));
+    }
+    Ok(())
+}
+
 fn decode<T: DeserializeOwned>(payload: &[u8]) -> Result<T, ConnectError> {
     serde_json::from_slice(payload)
         .map_err(|e| ConnectError::new(Code::InvalidArgument, format!("unmarshal message: {e}")))
@@ -153,13 +170,7 @@ pub async fn read_stream_request<T: DeserializeOwned>(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<T, ConnectError> {
-    let ct = content_type(headers);
-    if ct != CONTENT_TYPE_STREAM {
-        return Err(ConnectError::new(
-            Code::InvalidArgument,
-            format!("unsupported content type '{ct}': streaming calls need {CONTENT_TYPE_STREAM}"),
-        ));
-    }
+    require_stream(headers)?;
     let bytes = read_body(body).await?;
     let mut decoder = EnvelopeDecoder::new(RPC_BODY_LIMIT);
     decoder.push(&bytes);
@@ -229,6 +240,11 @@ impl StreamWriter {
             .send(Ok(Bytes::from(encode_envelope(0, &payload))))
             .await
             .is_ok()
+    }
+
+    /// Resolves once the client is gone (the response body was dropped).
+    pub async fn closed(&self) {
+        self.tx.closed().await;
     }
 
     /// Cuts the connection without ending the stream, as E2B's proxy does

@@ -23,7 +23,7 @@
 //!   through an `O_PATH` fd before it is opened for real;
 //! - what the API creates is handed to the acting user (`owner`).
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fmt;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
@@ -31,14 +31,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use e2b_wire::filesystem::EntryInfo;
 use rustix::fs::{
     AtFlags, Dir, FileType, Gid, Mode, OFlags, ResolveFlags, Statx, StatxAttributes, StatxFlags,
     Uid,
 };
 use rustix::io::Errno;
 
-use super::entry::entry_info;
+use super::entry::{entry_info, Entry};
+use super::metadata::{self, Metadata};
 use crate::isolation::ids::{HostIds, SUBID_COUNT, USER_ID};
 use crate::isolation::{SandboxUser, SANDBOX_USER};
 use crate::paths;
@@ -463,8 +463,14 @@ impl SandboxFs {
 
     /// Replaces the content of the regular file at `path` (following
     /// symlinks inside the root) with `data`, creating it (mode 0644) and
-    /// its parents (0755) as needed.
-    pub fn write(&self, path: &str, data: &[u8]) -> Result<(), FsError> {
+    /// its parents (0755) as needed; its metadata becomes `md` (none
+    /// clears it, as envd). Returns the metadata the file then has.
+    pub fn write_with_metadata(
+        &self,
+        path: &str,
+        data: &[u8],
+        md: &Metadata,
+    ) -> Result<Metadata, FsError> {
         let clean = checked(path, Op::Open)?;
         let (fd, created) = self.open_for_write(&clean)?;
         if created {
@@ -473,17 +479,47 @@ impl SandboxFs {
         }
         // Truncated only now that it is known to be a regular file here.
         rustix::fs::ftruncate(&fd, 0).map_err(|e| FsError::errno(e, Op::Write, &clean))?;
-        std::fs::File::from(fd)
-            .write_all(data)
-            .map_err(|e| FsError::from_io(e, Op::Write, &clean))
+        let mut file = std::fs::File::from(fd);
+        file.write_all(data)
+            .map_err(|e| FsError::from_io(e, Op::Write, &clean))?;
+        match metadata::replace(&file, md) {
+            Ok(true) => {}
+            // As envd: the content is written, the metadata dropped, and
+            // the answer (read back) shows none.
+            Ok(false) => tracing::warn!(
+                path = %clean,
+                "the filesystem keeps no user extended attributes: metadata not stored"
+            ),
+            Err(e) => {
+                let kind = match e {
+                    Errno::NOSPC | Errno::DQUOT => FsErrorKind::NoSpace,
+                    e => FsErrorKind::Other(io::Error::other(format!(
+                        "storing file metadata: {}",
+                        io::Error::from(e)
+                    ))),
+                };
+                return Err(FsError::new(kind, Op::Write, &clean));
+            }
+        }
+        Ok(metadata::read_fd(&file))
+    }
+
+    /// [`SandboxFs::write_with_metadata`] without metadata.
+    #[cfg(test)]
+    pub fn write(&self, path: &str, data: &[u8]) -> Result<(), FsError> {
+        self.write_with_metadata(path, data, &Metadata::new())
+            .map(|_| ())
     }
 
     /// Describes the entry at `path` itself (a symlink, not its target).
-    pub fn stat(&self, path: &str) -> Result<EntryInfo, FsError> {
+    pub fn stat(&self, path: &str) -> Result<Entry, FsError> {
         let clean = checked(path, Op::Stat)?;
         if clean == "/" {
             let meta = meta_of(&*self.root).map_err(|e| FsError::errno(e, Op::Stat, "/"))?;
-            return Ok(entry_info("/", &meta, None, false, &self.names));
+            return Ok(Entry {
+                info: entry_info("/", &meta, None, false, &self.names),
+                metadata: metadata::read_at(&*self.root, None),
+            });
         }
         let (parent, name) = self.parent_of(&clean, Op::Stat)?;
         let meta =
@@ -500,7 +536,7 @@ impl SandboxFs {
     /// `path`), `depth` levels deep (1: its children), sorted by name per
     /// directory. Symlinked directories and pseudo-filesystems are listed
     /// but not entered.
-    pub fn list_dir(&self, path: &str, depth: u32) -> Result<Vec<EntryInfo>, FsError> {
+    pub fn list_dir(&self, path: &str, depth: u32) -> Result<Vec<Entry>, FsError> {
         let clean = checked(path, Op::ReadDir)?;
         let rel = rel(&clean);
         let dir = self
@@ -514,7 +550,7 @@ impl SandboxFs {
     /// Makes the directory at `path` with its parents; one that exists is
     /// [`FsErrorKind::AlreadyExists`], another entry there
     /// [`FsErrorKind::NotADirectory`].
-    pub fn make_dir(&self, path: &str) -> Result<EntryInfo, FsError> {
+    pub fn make_dir(&self, path: &str) -> Result<Entry, FsError> {
         let clean = checked(path, Op::Mkdir)?;
         match self.resolve(rel(&clean), OFlags::PATH, 0) {
             Ok(fd) => {
@@ -537,7 +573,7 @@ impl SandboxFs {
     /// Moves the entry at `source` (a symlink itself, not its target) to
     /// `destination`, replacing what is there as rename(2) does and making
     /// the destination's parents. Across mounts it copies, then removes.
-    pub fn rename(&self, source: &str, destination: &str) -> Result<EntryInfo, FsError> {
+    pub fn rename(&self, source: &str, destination: &str) -> Result<Entry, FsError> {
         let src = checked(source, Op::Rename)?;
         let dst = checked(destination, Op::Rename)?;
         for p in [&src, &dst] {
@@ -686,7 +722,7 @@ impl SandboxFs {
         rel: &[u8],
         shown: &str,
         depth: u32,
-        out: &mut Vec<EntryInfo>,
+        out: &mut Vec<Entry>,
     ) -> Result<(), FsError> {
         let names = read_names(dir).map_err(|e| FsError::errno(e, Op::ReadDir, shown))?;
         for name in names {
@@ -728,7 +764,7 @@ impl SandboxFs {
         rel: &[u8],
         shown: &str,
         meta: &Meta,
-    ) -> EntryInfo {
+    ) -> Entry {
         let (target, to_dir) = if meta.is_symlink() {
             // As envd reports it: absolute, a relative target taken from
             // the link's directory (a text, never followed here).
@@ -752,7 +788,31 @@ impl SandboxFs {
         } else {
             (None, false)
         };
-        entry_info(shown, meta, target, to_dir, &self.names)
+        // User metadata lives on files and directories (the kernel keeps
+        // no user attributes on symlinks, and nothing else is read).
+        let metadata = if meta.is_dir() || meta.file_type == FileType::RegularFile {
+            name.as_cow_c_str()
+                .map(|n| metadata::read_at(parent, Some(n.to_bytes())))
+                .unwrap_or_default()
+        } else {
+            Metadata::new()
+        };
+        Entry {
+            info: entry_info(shown, meta, target, to_dir, &self.names),
+            metadata,
+        }
+    }
+
+    /// The directory at `path` (following symlinks inside the root, as
+    /// envd's stat does), opened for a watcher, and its clean path. A
+    /// pseudo-filesystem is not watched.
+    pub fn open_watched_dir(&self, path: &str) -> Result<(OwnedFd, String), FsError> {
+        let clean = checked(path, Op::Stat)?;
+        let fd = self
+            .resolve(rel(&clean), OFlags::RDONLY | OFlags::DIRECTORY, 0)
+            .map_err(|e| FsError::errno(e, Op::Stat, &clean))?;
+        refuse_pseudo(&fd, Op::Stat, &clean)?;
+        Ok((fd, clean))
     }
 
     /// Gives a file this call created to the acting user.
@@ -1044,8 +1104,9 @@ fn copy_entry<N: rustix::path::Arg + Copy>(
             let to = open_child(ddir, dname, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL)
                 .map_err(err)?;
             let mut to = std::fs::File::from(to);
-            io::copy(&mut std::fs::File::from(from), &mut to)
-                .map_err(|e| FsError::from_io(e, Op::Rename, shown))?;
+            let mut from = std::fs::File::from(from);
+            io::copy(&mut from, &mut to).map_err(|e| FsError::from_io(e, Op::Rename, shown))?;
+            metadata::copy(&from, &to).map_err(err)?;
             finish_copy(&to, meta, perm).map_err(err)
         }
         FileType::Directory => {
@@ -1069,10 +1130,32 @@ fn copy_entry<N: rustix::path::Arg + Copy>(
                 let c = child.as_c_str();
                 copy_entry(&from, c, &m, &to, c, &child_shown, depth + 1)?;
             }
+            metadata::copy(&from, &to).map_err(err)?;
             finish_copy(&to, meta, perm).map_err(err)
         }
         _ => Err(FsError::new(FsErrorKind::NotRegular, Op::Rename, shown)),
     }
+}
+
+/// The subdirectory `name` of the watched directory `dir`, opened for a
+/// recursive watcher: never through a symlink, never on a
+/// pseudo-filesystem (`None` for anything else, or gone).
+pub(crate) fn open_watched_child(dir: &OwnedFd, name: &CStr) -> Option<OwnedFd> {
+    let fd = open_child(dir, name, OFlags::RDONLY | OFlags::DIRECTORY).ok()?;
+    matches!(pseudo_fs(&fd), Ok(None)).then_some(fd)
+}
+
+/// The names in the directory `dir`, each with whether it is a directory
+/// itself (not a symlink to one); empty when it cannot be read.
+pub(crate) fn dir_children(dir: &OwnedFd) -> Vec<(CString, bool)> {
+    read_names(dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|name| {
+            let meta = meta_at(dir, name.as_c_str(), false).ok()?;
+            Some((name, meta.is_dir()))
+        })
+        .collect()
 }
 
 /// Owner, then permissions (a chown clears set-id bits) of a copy.

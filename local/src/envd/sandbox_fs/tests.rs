@@ -127,7 +127,7 @@ fn symlinks_resolve_inside_the_root() {
         .list_dir("up", 1)
         .unwrap()
         .into_iter()
-        .map(|e| e.name)
+        .map(|e| e.info.name)
         .collect();
     assert_eq!(names, ["etc", "home", "tmp", "var"]);
     // A dangling link is followed when writing, as open(2) does.
@@ -279,7 +279,7 @@ fn stat_and_list_describe_entries_themselves() {
             .list_dir("d", depth)
             .unwrap()
             .into_iter()
-            .map(|e| e.path)
+            .map(|e| e.info.path)
             .collect()
     };
     let base = [
