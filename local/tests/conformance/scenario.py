@@ -65,6 +65,18 @@ def run_code_steps(sbx):
     assert ex.text == "from-create", ex.text
     step("run_code sees sandbox envs")
 
+    # code-interpreter-v1's data stack (the venv scripts/bootstrap installs).
+    # numpy 2 scalars print as on E2B's numpy 2.3 image: np.int64(3).
+    ex = sbx.run_code("import pandas as pd; pd.DataFrame({'a':[1,2]}).sum().a")
+    assert ex.error is None, ex.error
+    assert ex.text == "np.int64(3)", ex.text
+    ex = sbx.run_code("import pandas as pd; int(pd.DataFrame({'a':[1,2]}).sum().a)")
+    assert ex.text == "3", ex.text
+    ex = sbx.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+    assert ex.error is None, ex.error
+    assert any((r.png or "").startswith("iVBORw0KGgo") for r in ex.results), ex.results
+    step("run_code has pandas and matplotlib (a chart is a PNG result)")
+
 
 tag = uuid.uuid4().hex
 suite = "conformance-" + tag
@@ -218,6 +230,70 @@ step("signed upload URLs; wrong-operation and expired signatures are refused")
 # Code interpreter
 if HAS_INTERPRETER:
     run_code_steps(sbx)
+
+# ---------------------------------------------------------------------------
+# Filesystem watchers and file metadata (issue 17): a separate section.
+# ---------------------------------------------------------------------------
+import inspect
+
+from e2b import FilesystemEventType
+
+
+def wait_for_event(handle, name, kind, seconds=10):
+    seen = []
+    until = time.time() + seconds
+    while time.time() < until:
+        seen += handle.get_new_events()
+        if any(e.name == name and e.type == kind for e in seen):
+            return seen
+        time.sleep(0.1)
+    raise AssertionError(f"no {kind} {name} in {seen}")
+
+
+wdir = f"/home/user/watch-{tag}"
+sbx.files.make_dir(wdir)
+handle = sbx.files.watch_dir(wdir)
+sbx.files.write(f"{wdir}/w.txt", "hello")
+seen = wait_for_event(handle, "w.txt", FilesystemEventType.WRITE)
+assert any(e.name == "w.txt" and e.type == FilesystemEventType.CREATE for e in seen), seen
+sbx.files.make_dir(f"{wdir}/sub")
+sbx.files.write(f"{wdir}/sub/deep.txt", "x")
+sbx.files.write(f"{wdir}/top.txt", "x")
+seen = wait_for_event(handle, "top.txt", FilesystemEventType.CREATE)
+assert all("deep" not in e.name for e in seen), seen
+handle.stop()
+expect_raises(SandboxException, handle.get_new_events)
+step("watch_dir reports a written file's CREATE and WRITE, not recursive by default")
+
+handle = sbx.files.watch_dir(wdir, recursive=True)
+sbx.files.make_dir(f"{wdir}/sub/new")
+sbx.files.write(f"{wdir}/sub/new/r.txt", "x")
+wait_for_event(handle, "sub/new/r.txt", FilesystemEventType.WRITE)
+sbx.files.remove(f"{wdir}/sub/deep.txt")
+wait_for_event(handle, "sub/deep.txt", FilesystemEventType.REMOVE)
+handle.stop()
+expect_raises(NotFoundException, sbx.files.watch_dir, f"/home/user/missing-{tag}")
+step("recursive watch_dir names nested files; a missing directory raises NotFoundException")
+
+if "metadata" in inspect.signature(sbx.files.write).parameters:
+    md = {"author": "mish", "purpose": "conformance"}
+    info = sbx.files.write(f"{wdir}/meta.txt", "m", metadata={"Author": "mish", "purpose": "conformance"})
+    assert info.metadata == md, info
+    assert sbx.files.get_info(f"{wdir}/meta.txt").metadata == md
+    listed = [e for e in sbx.files.list(wdir) if e.name == "meta.txt"]
+    assert listed and listed[0].metadata == md, listed
+    moved = sbx.files.rename(f"{wdir}/meta.txt", f"/tmp/meta-{tag}.txt")
+    assert moved.metadata == md, moved
+    infos = sbx.files.write_files(
+        [{"path": f"{wdir}/m1", "data": "1"}, {"path": f"{wdir}/m2", "data": "2"}],
+        metadata={"batch": "b"},
+    )
+    assert [i.metadata for i in infos] == [{"batch": "b"}] * 2, infos
+    plain = sbx.files.write(f"/tmp/meta-{tag}.txt", "again")
+    assert plain.metadata is None, plain
+    assert sbx.files.get_info(f"/tmp/meta-{tag}.txt").metadata is None
+    step("write metadata shows in get_info, list and rename; a write without it clears it")
+# --- end of issue 17 section ------------------------------------------------
 
 # Lifecycle
 sbx.set_timeout(300)

@@ -304,3 +304,109 @@ async fn pause_keeps_files_and_connect_resumes() {
     assert_eq!(resp.text().await.unwrap(), "kept");
     h.server.shutdown().await;
 }
+
+/// Runs `code` in the sandbox's kernel; its `result` line's text, else the
+/// whole answer.
+async fn execute(h: &crate::common::Harness, sbx: &crate::common::Sbx, code: &str) -> String {
+    let answer = h
+        .sandbox(sbx, 49999, Method::POST, "/execute")
+        .json(&json!({ "code": code }))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    answer
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|v| v["type"] == "result")
+        .and_then(|v| v["text"].as_str().map(str::to_string))
+        .unwrap_or(answer)
+}
+
+/// The host pid of the process whose command line is `sleep <secs>`.
+fn sleep_pid(secs: &str) -> Option<u32> {
+    let want = format!("sleep\0{secs}\0");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        (cmdline == want.as_bytes())
+            .then(|| e.file_name().to_str()?.parse().ok())
+            .flatten()
+    })
+}
+
+/// Whether the cgroup freezer holds `pid` frozen (v1 `freezer.state`, v2
+/// `cgroup.events`).
+fn frozen(pid: u32) -> bool {
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+    cgroups.lines().any(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next(), fields.next(), fields.next());
+        let path = path.unwrap_or("").trim_start_matches('/');
+        match controllers {
+            Some("freezer") => {
+                std::fs::read_to_string(format!("/sys/fs/cgroup/freezer/{path}/freezer.state"))
+                    .is_ok_and(|s| s.trim() == "FROZEN")
+            }
+            Some("") => std::fs::read_to_string(format!("/sys/fs/cgroup/{path}/cgroup.events"))
+                .is_ok_and(|s| s.lines().any(|l| l.trim() == "frozen 1")),
+            _ => false,
+        }
+    })
+}
+
+#[tokio::test]
+async fn pause_freezes_processes_and_resume_thaws_them_with_their_memory() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    assert_eq!(execute(&h, &sbx, "x = 41\nx").await, "41");
+    crate::common::run(&h, &sbx, "nohup sleep 611 >/dev/null 2>&1 &").await;
+    let mut pid = None;
+    for _ in 0..50 {
+        pid = sleep_pid("611");
+        if pid.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let pid = pid.expect("the background sleep runs");
+    assert!(!frozen(pid));
+
+    let resp = h
+        .api_send(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
+        .await;
+    assert_eq!(resp.status(), 204);
+    assert_eq!(sleep_pid("611"), Some(pid), "paused, not killed");
+    assert!(frozen(pid), "its processes are frozen while paused");
+
+    let resp = h
+        .api(Method::POST, &format!("/v2/sandboxes/{}/connect", sbx.id))
+        .json(&json!({"timeout": 60}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    assert_eq!(sleep_pid("611"), Some(pid), "the same process, resumed");
+    assert!(!frozen(pid));
+    // The kernel kept its variables.
+    assert_eq!(execute(&h, &sbx, "x + 1").await, "42");
+
+    // A kill while paused ends frozen processes too.
+    let resp = h
+        .api_send(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
+        .await;
+    assert_eq!(resp.status(), 204);
+    let resp = h
+        .api_send(Method::DELETE, &format!("/sandboxes/{}", sbx.id))
+        .await;
+    assert_eq!(resp.status(), 204);
+    for _ in 0..100 {
+        if sleep_pid("611").is_none() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(sleep_pid("611"), None, "killed with the sandbox");
+    h.server.shutdown().await;
+}

@@ -1,12 +1,17 @@
 //! Integration tests of the local server: every route with its error paths,
-//! TTLs, fault injection, and the official Python SDK's conformance scenario.
+//! TTLs, fault injection, and the official Python and JavaScript SDKs'
+//! conformance scenarios.
 
 mod common;
 mod conformance;
+mod conformance_js;
 mod control_plane;
 mod envd_files;
 mod envd_filesystem;
 mod envd_process;
+mod envd_watch;
 mod escape;
 mod faults;
+mod processes;
+mod templates;
 mod ttl;

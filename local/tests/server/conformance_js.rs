@@ -1,0 +1,107 @@
+//! The official E2B JavaScript SDKs against the server:
+//! `tests/conformance/node/scenario.mjs` with `e2b` and `@e2b/code-interpreter`
+//! at the versions `tests/conformance/node/package.json` pins.
+//!
+//! `E2B_TOOLS_NODE_CONFORMANCE` names the directory with the scenario and its
+//! `npm ci`-installed node_modules (`scripts/bootstrap --test` installs them
+//! into `tests/conformance/node` and `scripts/test` exports the variable).
+//! Missing it is a failure, not a skip, as for the Python SDK tests.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::start;
+
+const SOURCE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/node");
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The directory `E2B_TOOLS_NODE_CONFORMANCE` names, checked to hold the
+/// scenario and the pinned SDK versions.
+fn node_dir() -> PathBuf {
+    let dir = std::env::var("E2B_TOOLS_NODE_CONFORMANCE").unwrap_or_else(|_| {
+        panic!(
+            "E2B_TOOLS_NODE_CONFORMANCE is not set: point it at a directory with scenario.mjs \
+             and `npm ci` done; `scripts/bootstrap --test` does it in {SOURCE_DIR} \
+             (export E2B_TOOLS_NODE_CONFORMANCE={SOURCE_DIR})"
+        )
+    });
+    let dir = PathBuf::from(dir);
+    assert!(
+        dir.join("scenario.mjs").is_file(),
+        "E2B_TOOLS_NODE_CONFORMANCE={} has no scenario.mjs (use {SOURCE_DIR})",
+        dir.display()
+    );
+    // The installed SDKs must be the ones package.json pins: a stale
+    // node_modules would test other versions than it claims.
+    let pins = read_json(&Path::new(SOURCE_DIR).join("package.json"));
+    for (name, want) in pins["dependencies"].as_object().expect("dependencies") {
+        let installed = dir.join("node_modules").join(name).join("package.json");
+        assert!(
+            installed.is_file(),
+            "{name} is not installed in {}: run `npm ci` there (scripts/bootstrap --test does)",
+            dir.display()
+        );
+        let got = read_json(&installed)["version"].clone();
+        assert_eq!(
+            &got,
+            want,
+            "{name} in {} is {got}, package.json pins {want}: run `npm ci` there",
+            dir.display()
+        );
+    }
+    dir
+}
+
+#[tokio::test]
+async fn js_sdk_scenario() {
+    let dir = node_dir();
+    let h = start().await;
+    let child = tokio::process::Command::new("node")
+        .arg("scenario.mjs")
+        .current_dir(&dir)
+        .env("E2B_API_URL", h.server.url())
+        .env("E2B_SANDBOX_URL", h.server.url())
+        .env("E2B_API_KEY", h.server.api_key())
+        .env_remove("E2B_DEBUG")
+        .env_remove("E2B_DOMAIN")
+        .env_remove("E2B_ACCESS_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run node (Node.js 20 or later is needed): {e}"));
+    let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output())
+        .await
+        .expect("scenario finished within 5 minutes")
+        .expect("scenario ran");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "JS SDK scenario failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+    let last = stdout.lines().last().unwrap_or("");
+    let n: u32 = last
+        .strip_prefix("OK ")
+        .and_then(|rest| rest.strip_suffix(" checks"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `OK <n> checks` line at the end:\n{stdout}\n{stderr}"));
+    assert!(n >= 60, "only {n} checks ran:\n{stdout}");
+    let stats = h.server.stats();
+    assert_eq!(stats.live_sandboxes, 0, "{stats:?}");
+    // Two sandboxes, both through the v2 create; the code-interpreter steps
+    // reached the interpreter.
+    assert_eq!(stats.count("POST /v2/sandboxes"), 2, "{stats:?}");
+    assert_eq!(stats.sandboxes_created, 2, "{stats:?}");
+    assert!(stats.count("POST /execute") >= 5, "{stats:?}");
+    h.server.shutdown().await;
+}
