@@ -380,8 +380,12 @@ fn pty_config(value: &serde_json::Value) -> Result<pty::PtyConfig, ConnectError>
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 enum StreamInputEvent {
-    Start { process: ProcessSelector },
-    Data { input: e2b_wire::process::ProcessInput },
+    Start {
+        process: ProcessSelector,
+    },
+    Data {
+        input: e2b_wire::process::ProcessInput,
+    },
     Keepalive {},
 }
 

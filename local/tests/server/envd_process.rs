@@ -472,7 +472,10 @@ async fn pty_requests_get_pty_data() {
     }
     let text = String::from_utf8(pty).unwrap();
     // A real terminal: both streams on it, newlines as the tty writes them.
-    assert!(text.contains("out\r\n") && text.contains("err\r\n"), "{text}");
+    assert!(
+        text.contains("out\r\n") && text.contains("err\r\n"),
+        "{text}"
+    );
     assert_eq!(end, json!({}));
     h.server.shutdown().await;
 }
