@@ -40,8 +40,7 @@ type TlsClient = Client<hyper_rustls::HttpsConnector<ProxyConnector>, Full<Bytes
 /// The HTTPS client is built on the first `https` request: loading the
 /// system's trust store costs about half a MiB and a few milliseconds,
 /// which a host talking plain HTTP (the local server) never needs.
-/// Connections go through a proxy as [`Proxy`] says (see
-/// [`crate::proxy`]).
+/// Connections go through a proxy as [`Proxy`](crate::Proxy) says.
 #[derive(Clone)]
 pub struct OutboundClient {
     plain: PlainClient,
