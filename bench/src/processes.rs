@@ -130,21 +130,11 @@ pub(crate) async fn run_probe(
     bytes: u64,
 ) -> Result<BigOutput, Failure> {
     let exe = std::env::current_exe().map_err(host)?;
-    let output = Command::new(exe)
+    let mut probe = Command::new(exe);
+    probe
         .args(["--probe-output-bytes", &bytes.to_string()])
-        .envs(env)
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(host)?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let value: Value = serde_json::from_str(text.trim())
-        .map_err(|err| host(format!("the memory probe answered {text:?}: {err}")))?;
-    if let Some(error) = value.get("error") {
-        return Err(host(format!("memory probe: {error}")));
-    }
+        .envs(env);
+    let value = json_child(probe, "the memory probe").await?;
     Ok(BigOutput {
         baseline_kib: value["baseline_kib"].as_u64().unwrap_or(0),
         peak_kib: value["peak_kib"].as_u64().unwrap_or(0),
@@ -155,6 +145,29 @@ pub(crate) async fn run_probe(
         returned_bytes: value["returned_bytes"].as_u64().unwrap_or(0),
         elapsed: Duration::from_millis(value["elapsed_ms"].as_u64().unwrap_or(0)),
     })
+}
+
+/// Runs `command` (stdin closed, stderr shown) and parses the one JSON
+/// line it prints; an `{"error": …}` answer is a failure.
+pub(crate) async fn json_child(mut command: Command, what: &str) -> Result<Value, Failure> {
+    let output = command
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(host)?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let value: Value = serde_json::from_str(text.trim()).map_err(|err| {
+        host(format!(
+            "{what} answered {text:?} ({}): {err}",
+            output.status
+        ))
+    })?;
+    if let Some(error) = value.get("error") {
+        return Err(host(format!("{what}: {error}")));
+    }
+    Ok(value)
 }
 
 /// The probe child: one session, a warm-up call that creates the sandbox,

@@ -33,25 +33,14 @@ pub(crate) async fn python_package_cold_start(
         )));
         return Ok(());
     }
-    let output = Command::new(package_python)
+    let mut script = Command::new(package_python);
+    script
         .arg(SCRIPT)
         .args(["--runs", &plan.cold_runs.to_string()])
         .arg("--adk-python")
         .arg(adk_python)
-        .envs(env)
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(host)?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let value: Value = serde_json::from_str(text.trim()).map_err(|err| {
-        host(format!(
-            "bench_cold_start.py answered {text:?} ({}): {err}",
-            output.status
-        ))
-    })?;
+        .envs(env);
+    let value = json_child(script, "bench_cold_start.py").await?;
     report.python_package = Some(PythonPackageRow::Measured(value));
     Ok(())
 }

@@ -48,24 +48,14 @@ pub(crate) async fn tls_cost(
         plain_env: env.clone(),
     };
     let exe = std::env::current_exe().map_err(host)?;
-    let output = Command::new(exe)
+    let mut child = Command::new(exe);
+    child
         .arg("--probe-tls")
         .arg(serde_json::to_string(&probe).map_err(host)?)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("SSL_CERT_FILE", ca.file())
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(host)?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let value: Value = serde_json::from_str(text.trim())
-        .map_err(|err| host(format!("the TLS probe answered {text:?}: {err}")))?;
-    if let Some(error) = value.get("error") {
-        return Err(host(format!("TLS probe: {error}")));
-    }
+        .env("SSL_CERT_FILE", ca.file());
+    let value = json_child(child, "the TLS probe").await?;
     let percentiles = |side: &str| Percentiles {
         p50: Duration::from_micros(value[side]["p50_us"].as_u64().unwrap_or(0)),
         p95: Duration::from_micros(value[side]["p95_us"].as_u64().unwrap_or(0)),

@@ -20,32 +20,45 @@ async fn run_scenario(h: &Harness, python: &str) {
 /// Runs `script args` with the official SDK pointed at `h`; it must exit 0,
 /// print `passed`, and leave no sandbox alive.
 pub async fn run_python(h: &Harness, python: &str, script: &str, args: &[String], passed: &str) {
-    let child = tokio::process::Command::new(python)
-        .arg(script)
-        .args(args)
+    let mut command = tokio::process::Command::new(python);
+    command.arg(script).args(args);
+    let stdout = run_sdk_client(h, command, &format!("the scenario with {python}")).await;
+    assert!(stdout.contains(passed), "{stdout}");
+    assert_eq!(h.server.stats().live_sandboxes, 0);
+}
+
+/// Runs an official SDK's client `command` pointed at `h` (the SDKs'
+/// own variables, nothing else of E2B's) for at most 5 minutes; it must
+/// exit 0. Returns its stdout.
+pub async fn run_sdk_client(
+    h: &Harness,
+    mut command: tokio::process::Command,
+    what: &str,
+) -> String {
+    let child = command
         .env("E2B_API_URL", h.server.url())
         .env("E2B_SANDBOX_URL", h.server.url())
         .env("E2B_API_KEY", h.server.api_key())
         .env_remove("E2B_DEBUG")
         .env_remove("E2B_DOMAIN")
+        .env_remove("E2B_ACCESS_TOKEN")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {python}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
     let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output())
         .await
-        .expect("scenario finished within 5 minutes")
-        .expect("scenario ran");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+        .expect("the client finished within 5 minutes")
+        .expect("the client ran");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "scenario failed with {python} ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        "{what} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
         out.status
     );
-    assert!(stdout.contains(passed), "{stdout}");
-    assert_eq!(h.server.stats().live_sandboxes, 0);
+    stdout
 }
 
 /// The interpreter `variable` names; panics with how to get one when unset.

@@ -8,12 +8,11 @@
 //! Missing it is a failure, not a skip, as for the Python SDK tests.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::common::start;
+use crate::conformance::run_sdk_client;
 
 const SOURCE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/node");
 
@@ -64,37 +63,15 @@ fn node_dir() -> PathBuf {
 async fn js_sdk_scenario() {
     let dir = node_dir();
     let h = start().await;
-    let child = tokio::process::Command::new("node")
-        .arg("scenario.mjs")
-        .current_dir(&dir)
-        .env("E2B_API_URL", h.server.url())
-        .env("E2B_SANDBOX_URL", h.server.url())
-        .env("E2B_API_KEY", h.server.api_key())
-        .env_remove("E2B_DEBUG")
-        .env_remove("E2B_DOMAIN")
-        .env_remove("E2B_ACCESS_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run node (Node.js 20 or later is needed): {e}"));
-    let out = tokio::time::timeout(Duration::from_secs(300), child.wait_with_output())
-        .await
-        .expect("scenario finished within 5 minutes")
-        .expect("scenario ran");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "JS SDK scenario failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
-        out.status
-    );
+    let mut node = tokio::process::Command::new("node");
+    node.arg("scenario.mjs").current_dir(&dir);
+    let stdout = run_sdk_client(&h, node, "the JS SDK scenario (Node.js 20 or later)").await;
     let last = stdout.lines().last().unwrap_or("");
     let n: u32 = last
         .strip_prefix("OK ")
         .and_then(|rest| rest.strip_suffix(" checks"))
         .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no `OK <n> checks` line at the end:\n{stdout}\n{stderr}"));
+        .unwrap_or_else(|| panic!("no `OK <n> checks` line at the end:\n{stdout}"));
     assert!(n >= 60, "only {n} checks ran:\n{stdout}");
     let stats = h.server.stats();
     assert_eq!(stats.live_sandboxes, 0, "{stats:?}");
