@@ -308,11 +308,25 @@ impl RootFs {
 mod tests {
     use super::*;
 
-    /// A finished-looking venv under the build directory (clear of the
-    /// sandbox root's paths, unlike /tmp).
+    /// A finished-looking venv under the build directory, or, when the
+    /// checkout itself lies where a sandbox's root has something (a clone
+    /// in /tmp), under /var/lib or /srv: the first place clear of them.
     fn fake_venv(name: &str) -> PathBuf {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../target/rootfs-tests")
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+        let base = [
+            target.canonicalize().unwrap_or(target),
+            PathBuf::from("/var/lib/e2b-tools-tests"),
+            PathBuf::from("/srv/e2b-tools-tests"),
+        ]
+        .into_iter()
+        .find(|dir| overlapped(dir).is_none() && std::fs::create_dir_all(dir).is_ok())
+        .expect("a writable directory clear of the sandbox root's paths");
+        let dir = base
+            .join(format!(
+                "rootfs-test-{}-{}",
+                std::process::id(),
+                name.replace(' ', "_")
+            ))
             .join(name);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("bin")).unwrap();
@@ -330,6 +344,7 @@ mod tests {
             .unwrap_err()
             .contains("no environment"));
         assert!(profile_script(&venv).contains(&format!("PATH=\"{}/bin:$PATH\"", venv.display())));
+        let _ = std::fs::remove_dir_all(venv.parent().unwrap());
     }
 
     #[test]
@@ -357,5 +372,6 @@ mod tests {
         let venv = fake_venv("odd name");
         let err = check_venv(&venv, false).unwrap_err();
         assert!(err.contains("characters other than"), "{err}");
+        let _ = std::fs::remove_dir_all(venv.parent().unwrap());
     }
 }
