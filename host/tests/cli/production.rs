@@ -51,6 +51,18 @@ async fn run_async(command: Command, stdin: &str) -> (Run, Duration) {
     (run, started.elapsed())
 }
 
+/// Runs `command` with no input; it must exit 0.
+async fn run_ok(command: Command) -> Run {
+    run_ok_as(command, "the run").await
+}
+
+/// [`run_ok`], naming what ran in the failure.
+async fn run_ok_as(command: Command, what: &str) -> Run {
+    let (out, _) = run_async(command, "").await;
+    assert_eq!(out.status, 0, "{what}: {out:?}");
+    out
+}
+
 fn batch_lines(out: &Run) -> Vec<Value> {
     out.stdout
         .lines()
@@ -189,35 +201,27 @@ async fn resume_by_id_the_heartbeat_and_retried_faults_work_through_the_proxy() 
         },
     ));
     // The stateless call leaves its sandbox alive, its id in the result.
-    let (out, _) = run_async(
-        cli(&[
-            "--stateless",
-            "--timeout",
-            "10",
-            "call",
-            "--json",
-            "write_file",
-            r#"{"path": "/home/user/kept.txt", "content": "resumed"}"#,
-        ]),
-        "",
-    )
+    let out = run_ok(cli(&[
+        "--stateless",
+        "--timeout",
+        "10",
+        "call",
+        "--json",
+        "write_file",
+        r#"{"path": "/home/user/kept.txt", "content": "resumed"}"#,
+    ]))
     .await;
-    assert_eq!(out.status, 0, "{out:?}");
     let id = out.json()["sandbox_id"].as_str().unwrap().to_string();
-    let (out, _) = run_async(
-        cli(&[
-            "--stateless",
-            "--sandbox-id",
-            &id,
-            "call",
-            "--json",
-            "read_file",
-            r#"{"path": "/home/user/kept.txt"}"#,
-        ]),
-        "",
-    )
+    let out = run_ok(cli(&[
+        "--stateless",
+        "--sandbox-id",
+        &id,
+        "call",
+        "--json",
+        "read_file",
+        r#"{"path": "/home/user/kept.txt"}"#,
+    ]))
     .await;
-    assert_eq!(out.status, 0, "{out:?}");
     assert_eq!(out.json()["content"], "resumed", "{out:?}");
     let stats = server.stats();
     assert_eq!(stats.sandboxes_created, 1, "resumed, not recreated");
@@ -230,21 +234,17 @@ async fn resume_by_id_the_heartbeat_and_retried_faults_work_through_the_proxy() 
 
     // The heartbeat: a 10 s TTL lasts 1 s here; a 3 s call outlives it only
     // if the guest's refreshes get through.
-    let (out, _) = run_async(
-        cli(&[
-            "--time-scale",
-            "10",
-            "--timeout",
-            "10",
-            "call",
-            "--json",
-            "run_code",
-            r#"{"code": "import time\ntime.sleep(3)\nprint('alive')"}"#,
-        ]),
-        "",
-    )
+    let out = run_ok(cli(&[
+        "--time-scale",
+        "10",
+        "--timeout",
+        "10",
+        "call",
+        "--json",
+        "run_code",
+        r#"{"code": "import time\ntime.sleep(3)\nprint('alive')"}"#,
+    ]))
     .await;
-    assert_eq!(out.status, 0, "{out:?}");
     assert_eq!(out.json()["stdout"], "alive\n", "{out:?}");
     assert!(
         server.stats().count("POST /sandboxes/{id}/timeout") >= 2,
@@ -259,8 +259,7 @@ async fn resume_by_id_the_heartbeat_and_retried_faults_work_through_the_proxy() 
         "close_sandbox",
         "{}",
     ];
-    let (out, _) = run_async(cli(&close), "").await;
-    assert_eq!(out.status, 0, "{out:?}");
+    run_ok(cli(&close)).await;
     assert_eq!(server.stats().live_sandboxes, 0);
 }
 
@@ -294,8 +293,7 @@ async fn http_targets_go_to_a_forwarding_proxy_in_absolute_form_with_credentials
     command
         .env("E2B_API_KEY", server.api_key())
         .env("HTTP_PROXY", "socks5://broken:1");
-    let (out, _) = run_async(command, "").await;
-    assert_eq!(out.status, 0, "{out:?}");
+    let out = run_ok(command).await;
     assert_eq!(out.json()["stdout"], "forwarded\n", "{out:?}");
     let seen = proxy.connects();
     assert!(!seen.is_empty());
@@ -487,26 +485,21 @@ async fn the_component_sends_what_the_official_sdk_sends() {
     }
     sdk.env("E2B_API_KEY", server.api_key())
         .env("SSL_CERT_FILE", ca.file());
-    let (out, _) = run_async(sdk, "").await;
-    assert_eq!(out.status, 0, "{out:?}");
+    run_ok(sdk).await;
     let sdk_requests = server.take_requests();
 
     // The component, through HTTPS_PROXY.
     let key = server.api_key().to_string();
     let url = proxy.url();
     let cli = |args: &[&str]| production(&key, &url, &ca, args);
-    let (out, _) = run_async(
-        cli(&[
-            "--stateless",
-            "call",
-            "--json",
-            "run_command",
-            r#"{"command": "echo $((6 * 7))"}"#,
-        ]),
-        "",
-    )
+    let out = run_ok(cli(&[
+        "--stateless",
+        "call",
+        "--json",
+        "run_command",
+        r#"{"command": "echo $((6 * 7))"}"#,
+    ]))
     .await;
-    assert_eq!(out.status, 0, "{out:?}");
     let id = out.json()["sandbox_id"].as_str().unwrap().to_string();
     for (tool, args) in [
         ("start_background_command", r#"{"command": "sleep 30"}"#),
@@ -518,7 +511,7 @@ async fn the_component_sends_what_the_official_sdk_sends() {
         ("list_files", r#"{"path": "/home/user"}"#),
         ("run_code", r#"{"code": "x = 41\nx + 1"}"#),
     ] {
-        let (out, _) = run_async(
+        run_ok_as(
             cli(&[
                 "--stateless",
                 "--sandbox-id",
@@ -528,41 +521,32 @@ async fn the_component_sends_what_the_official_sdk_sends() {
                 tool,
                 args,
             ]),
-            "",
+            tool,
         )
         .await;
-        assert_eq!(out.status, 0, "{tool}: {out:?}");
     }
     // The heartbeat sets the timeout: a clock 200x fast makes it come
     // within a 2 s call.
-    let (out, _) = run_async(
-        cli(&[
-            "--sandbox-id",
-            &id,
-            "--time-scale",
-            "200",
-            "call",
-            "--json",
-            "run_command",
-            r#"{"command": "sleep 2", "timeout": 3600}"#,
-        ]),
-        "",
-    )
+    run_ok(cli(&[
+        "--sandbox-id",
+        &id,
+        "--time-scale",
+        "200",
+        "call",
+        "--json",
+        "run_command",
+        r#"{"command": "sleep 2", "timeout": 3600}"#,
+    ]))
     .await;
-    assert_eq!(out.status, 0, "{out:?}");
-    let (out, _) = run_async(
-        cli(&[
-            "--stateless",
-            "--sandbox-id",
-            &id,
-            "call",
-            "close_sandbox",
-            "{}",
-        ]),
-        "",
-    )
+    run_ok(cli(&[
+        "--stateless",
+        "--sandbox-id",
+        &id,
+        "call",
+        "close_sandbox",
+        "{}",
+    ]))
     .await;
-    assert_eq!(out.status, 0, "{out:?}");
     let ours = server.take_requests();
 
     let sdk_kinds = first_of_each_kind(&sdk_requests);
