@@ -159,11 +159,7 @@ async fn create(api: Api, body: &[u8], default_timeout: u32) -> Response {
         Err(rejection) => return rejection.into_response(),
     };
     match api.registry.create(request, timeout) {
-        Ok(sandbox) => {
-            // Before anyone knows its id, so before its first process.
-            sandbox.runner.use_template(&sandbox.request.template_id);
-            (StatusCode::CREATED, Json(sandbox.body())).into_response()
-        }
+        Ok(sandbox) => (StatusCode::CREATED, Json(sandbox.body())).into_response(),
         Err(CreateError::TooMany(max)) => api_error(
             StatusCode::TOO_MANY_REQUESTS,
             format!("you have reached the maximum number of concurrent sandboxes ({max})"),

@@ -1,13 +1,15 @@
-//! The one listener's front door, playing E2B's edge proxy: a request with
+//! The one listener's front door, playing E2B's edge: a request with
 //! `E2b-Sandbox-Id` + `E2b-Sandbox-Port` headers (or a `{port}-{id}.…`
-//! Host) goes to that sandbox's envd or code interpreter, anything else to
-//! the control plane. Request counting and fault injection wrap both.
+//! Host) is checked (the sandbox's access token, or a signed `/files`
+//! URL) and forwarded into that sandbox by the [`EdgeProxy`], anything
+//! else goes to the control plane. Request counting and fault injection
+//! wrap both.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Router;
 use e2b_wire::{
     ENVD_PORT, HEADER_ACCESS_TOKEN, HEADER_SANDBOX_ID, HEADER_SANDBOX_PORT, INTERPRETER_PORT,
@@ -15,28 +17,27 @@ use e2b_wire::{
 use http::{Method, StatusCode};
 use tower::ServiceExt;
 
+use crate::control_plane;
+use crate::edge_proxy::EdgeProxy;
 use crate::faults::{self, Faults};
-use crate::http_errors::{api_error, proxy_error, sandbox_not_found};
+use crate::http_errors::{api_error, sandbox_not_found};
 use crate::registry::Registry;
 use crate::sandbox::{Sandbox, State as LifeState};
-use crate::{control_plane, envd, interpreter};
+use crate::signature;
 
 #[derive(Clone)]
 struct Front {
     registry: Arc<Registry>,
     control: Router,
-    /// Built once: a router per request cost more than the handler.
-    envd: Router,
-    interpreter: Router,
+    proxy: EdgeProxy,
 }
 
 /// The whole server as one router.
 pub(crate) fn app(registry: Arc<Registry>, faults: Faults, api_key: String) -> Router {
     let front = Front {
         control: control_plane::router(Arc::clone(&registry), api_key),
+        proxy: EdgeProxy::new(Arc::clone(&registry)),
         registry: Arc::clone(&registry),
-        envd: envd::router(),
-        interpreter: interpreter::router(),
     };
     Router::new()
         .fallback(route)
@@ -132,64 +133,34 @@ async fn sandbox_plane(front: &Front, t: Target, mut req: Request) -> Response {
         }
         sandbox.resume(resume_timeout(&sandbox));
     }
-    match t.port {
+    let authorized = match t.port {
         ENVD_PORT => {
             let path = req.uri().path();
             let public = req.method() == Method::GET && path == "/health";
             let signed = path == "/files"
                 && req.headers().get(HEADER_ACCESS_TOKEN).is_none()
-                && envd::signature::signed_request_ok(
+                && signature::signed_request_ok(
                     req.method(),
                     req.uri().query(),
                     &sandbox.access_token,
                 );
-            if !public && !signed && !token_ok(&sandbox, &req, true) {
-                return envd_unauthorized();
-            }
-            let gone = sandbox.gone();
-            req.extensions_mut().insert(sandbox);
-            cut_when_gone(oneshot(&front.envd, req).await, gone)
+            public || signed || token_ok(&sandbox, &req, true)
         }
+        // The SDK sends the token only on /execute; check it where given.
         INTERPRETER_PORT => {
-            // The SDK sends the token only on /execute; check it where given.
             let required = req.uri().path() == e2b_wire::interpreter::EXECUTE_PATH;
-            if !token_ok(&sandbox, &req, required) {
-                return envd_unauthorized();
-            }
-            let gone = sandbox.gone();
-            req.extensions_mut().insert(sandbox.interpreter());
-            cut_when_gone(oneshot(&front.interpreter, req).await, gone)
+            token_ok(&sandbox, &req, required)
         }
-        port => forward_to_port(&sandbox, port, req).await,
+        // A program's own server: its clients are its business, as on E2B.
+        port => return front.proxy.forward(&sandbox, port, req).await,
+    };
+    if !authorized {
+        return envd_unauthorized();
     }
-}
-
-/// Any other port: a server a sandboxed command listens on, on the
-/// sandbox's own loopback. The connection is made inside the sandbox's
-/// network namespace (the host's loopback never carries it).
-async fn forward_to_port(sandbox: &Sandbox, port: u16, mut req: Request) -> Response {
-    let path = req
-        .uri()
-        .path_and_query()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "/".into());
-    let Ok(uri) = path.parse::<http::Uri>() else {
-        return api_error(StatusCode::BAD_REQUEST, "invalid request path");
-    };
-    *req.uri_mut() = uri;
-    let closed = || proxy_error(&sandbox.id, "The sandbox is running but port is not open");
-    let Ok(stream) = sandbox.runner.connect(port).await else {
-        return closed();
-    };
-    let io = hyper_util::rt::TokioIo::new(stream);
-    let Ok((mut sender, conn)) = hyper::client::conn::http1::handshake(io).await else {
-        return closed();
-    };
-    tokio::spawn(conn);
-    match sender.send_request(req).await {
-        Ok(resp) => resp.map(axum::body::Body::new),
-        Err(_) => closed(),
-    }
+    // The token stays at the edge: nothing inside the sandbox needs it.
+    req.headers_mut().remove(HEADER_ACCESS_TOKEN);
+    let gone = sandbox.gone();
+    cut_when_gone(front.proxy.forward(&sandbox, t.port, req).await, gone)
 }
 
 /// Cuts a response body still streaming when its sandbox pauses or dies,
@@ -240,7 +211,7 @@ fn resume_timeout(sandbox: &Sandbox) -> u64 {
 /// The token matches; an absent token passes only when not `required`.
 fn token_ok(sandbox: &Sandbox, req: &Request, required: bool) -> bool {
     match req.headers().get(HEADER_ACCESS_TOKEN) {
-        Some(v) => v.as_bytes() == sandbox.access_token.as_bytes(),
+        Some(v) => signature::constant_time_eq(v.as_bytes(), sandbox.access_token.as_bytes()),
         None => !required,
     }
 }
@@ -250,13 +221,6 @@ fn envd_unauthorized() -> Response {
         StatusCode::UNAUTHORIZED,
         "unauthorized access, please provide a valid access token or method signing if supported",
     )
-}
-
-async fn oneshot(router: &Router, req: Request) -> Response {
-    match router.clone().oneshot(req).await {
-        Ok(resp) => resp.into_response(),
-        Err(never) => match never {},
-    }
 }
 
 #[cfg(test)]

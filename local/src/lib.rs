@@ -30,16 +30,22 @@ mod control_plane;
 mod dispatch;
 #[cfg(feature = "edge")]
 pub mod edge;
-mod envd;
+mod edge_proxy;
 pub mod faults;
 mod http_errors;
-pub mod interpreter;
 mod isolation;
 mod paths;
 mod registry;
 mod sandbox;
+mod signature;
 mod stats;
 mod tls;
+
+/// The code interpreter envd runs in each sandbox.
+pub mod interpreter {
+    /// The languages it has kernels for.
+    pub use e2b_wire::interpreter::LOCAL_LANGUAGES as LANGUAGES;
+}
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use e2b_wire::api::NewSandbox;
 
-use crate::isolation::Launcher;
+use crate::isolation::{Launcher, Provision};
 use crate::paths::SandboxPaths;
 use crate::sandbox::Sandbox;
 use crate::stats::{Counters, Stats};
@@ -104,7 +104,13 @@ impl Registry {
         let paths = SandboxPaths::new(self.data_dir.join(&id), self.data_dir.clone());
         let runner = self
             .launcher
-            .provision(&id, paths.clone(), internet)
+            .provision(Provision {
+                id: &id,
+                paths: paths.clone(),
+                internet,
+                template: &request.template_id,
+                env_vars: request.env_vars.clone(),
+            })
             .map_err(|e| {
                 let _ = std::fs::remove_dir_all(paths.root());
                 CreateError::Io(e)
@@ -206,7 +212,6 @@ impl Registry {
 
     pub fn shutdown_all_now(&self) {
         for s in self.drain() {
-            s.processes.kill_all_now();
             s.destroy_root();
         }
         Launcher::clean_up(&self.data_dir);
@@ -232,7 +237,6 @@ impl Registry {
                 }
             }
             Err(_) => {
-                sandbox.processes.kill_all_now();
                 sandbox.runner.stop();
                 if !keep_root {
                     sandbox.destroy_root();

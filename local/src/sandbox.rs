@@ -1,16 +1,14 @@
-//! One sandbox: its settings, its root, its processes, its interpreter and
-//! its lifetime (running until a deadline, or paused).
+//! One sandbox as the orchestrator keeps it: its settings, its host side
+//! ([`SandboxRunner`]) and its lifetime (running until a deadline, or
+//! paused). What runs inside is envd's.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use e2b_wire::api::{NewSandbox, Sandbox as SandboxBody, SandboxDetail};
-use e2b_wire::{ENVD_VERSION, HOME_DIR};
+use e2b_wire::ENVD_VERSION;
 
-use crate::envd::processes::ProcessTable;
-use crate::interpreter::{Interpreter, KernelSpawner};
-use crate::isolation::{Limits, SandboxRunner, SandboxUser};
+use crate::isolation::{Limits, SandboxRunner};
 use crate::paths::SandboxPaths;
 
 /// Running or paused.
@@ -39,12 +37,10 @@ pub(crate) struct Sandbox {
     pub started_at: SystemTime,
     pub paths: SandboxPaths,
     pub runner: Arc<SandboxRunner>,
-    pub processes: Arc<ProcessTable>,
     /// What it may use (enforced by the runner's cgroup and disk).
     pub limits: Limits,
     time_scale: f64,
     life: Mutex<Life>,
-    interpreter: Mutex<Option<Arc<Interpreter>>>,
     /// True while paused or after death: open responses are cut.
     gone: tokio::sync::watch::Sender<bool>,
     /// The previous metrics sample's time and CPU time (ns), for the CPU
@@ -71,7 +67,6 @@ impl Sandbox {
             limits: runner.limits(),
             runner: Arc::new(runner),
             paths,
-            processes: Arc::default(),
             time_scale,
             life: Mutex::new(Life {
                 state: State::Running,
@@ -79,7 +74,6 @@ impl Sandbox {
                 deadline: Instant::now() + scaled(timeout_secs, time_scale),
                 end_at: now + Duration::from_secs(timeout_secs),
             }),
-            interpreter: Mutex::new(None),
             last_cpu: Mutex::new((Instant::now(), 0)),
             gone: tokio::sync::watch::Sender::new(false),
         }
@@ -141,7 +135,6 @@ impl Sandbox {
                 if std::mem::take(&mut l.frozen) {
                     self.runner.thaw();
                 }
-                self.processes.reopen();
                 self.gone.send_replace(false);
                 l.state = State::Running;
                 l.deadline = Instant::now() + scaled(secs, self.time_scale);
@@ -170,37 +163,9 @@ impl Sandbox {
         self.auto_pause() && self.request.auto_resume.is_some_and(|a| a.enabled)
     }
 
-    /// The sandbox-global environment variables.
-    pub fn env_vars(&self) -> &BTreeMap<String, String> {
-        &self.request.env_vars
-    }
-
-    /// The interpreter of this sandbox, created on first use.
-    pub fn interpreter(self: &Arc<Self>) -> Arc<Interpreter> {
-        let mut slot = match self.interpreter.lock() {
-            Ok(s) => s,
-            Err(p) => p.into_inner(),
-        };
-        slot.get_or_insert_with(|| {
-            Interpreter::new(Arc::new(SandboxSpawner {
-                runner: Arc::clone(&self.runner),
-                envs: self.request.env_vars.clone(),
-            }))
-        })
-        .clone()
-    }
-
-    /// Stops every process and kernel (kill, and pause without a freezer).
+    /// Stops every process (kill, and pause without a freezer): the
+    /// sandbox, envd and all, is gone until its next connection.
     pub async fn stop_processes(&self) {
-        // Frozen processes cannot die: thaw first (a kill while paused).
-        let runner = Arc::clone(&self.runner);
-        let _ = tokio::task::spawn_blocking(move || runner.thaw()).await;
-        let interp = self.interpreter.lock().ok().and_then(|mut s| s.take());
-        if let Some(interp) = interp {
-            interp.shutdown().await;
-        }
-        self.processes.kill_all().await;
-        // Whatever the processes left behind dies with the namespaces.
         let runner = Arc::clone(&self.runner);
         let _ = tokio::task::spawn_blocking(move || runner.stop()).await;
     }
@@ -270,24 +235,6 @@ pub(crate) fn rfc3339(t: SystemTime) -> String {
 
 fn scaled(secs: u64, time_scale: f64) -> Duration {
     Duration::from_secs_f64(secs as f64 / time_scale)
-}
-
-/// Starts kernels inside a sandbox for its interpreter.
-struct SandboxSpawner {
-    runner: Arc<SandboxRunner>,
-    envs: BTreeMap<String, String>,
-}
-
-impl KernelSpawner for SandboxSpawner {
-    fn command(&self, program: &str, args: &[String]) -> Result<tokio::process::Command, String> {
-        self.runner
-            .command(program, args, HOME_DIR, &self.envs, SandboxUser::User)
-            .map_err(|e| e.to_string())
-    }
-
-    fn global_envs(&self) -> BTreeMap<String, String> {
-        self.envs.clone()
-    }
 }
 
 impl Sandbox {

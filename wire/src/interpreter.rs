@@ -4,6 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+/// The languages the local server's code interpreter has kernels for.
+pub const LOCAL_LANGUAGES: [&str; 3] = ["python", "javascript", "bash"];
+
 /// Path of the execute endpoint.
 pub const EXECUTE_PATH: &str = "/execute";
 

@@ -5,6 +5,7 @@
 //! - [`connect`]: the Connect protocol's envelope codec and error shapes.
 //! - [`process`] and [`filesystem`]: envd's proto3-JSON messages.
 //! - [`interpreter`]: the code interpreter's `/execute` request and NDJSON lines.
+//! - [`envd_setup`]: how the local server starts envd inside a sandbox.
 //!
 //! Everything here is pure data and parsing; it compiles for
 //! `wasm32-wasip2` and natively.
@@ -13,6 +14,7 @@
 
 pub mod api;
 pub mod connect;
+pub mod envd_setup;
 pub mod filesystem;
 pub mod interpreter;
 pub mod process;

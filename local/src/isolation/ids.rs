@@ -12,6 +12,8 @@
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
+pub use e2b_wire::envd_setup::{SandboxUser, USER_ID};
+
 /// First host uid of the first block; far above the ids distributions
 /// hand out to people and system services.
 const SUBID_BASE: u32 = 0x2000_0000;
@@ -19,38 +21,6 @@ const SUBID_BASE: u32 = 0x2000_0000;
 pub const SUBID_COUNT: u32 = 65_536;
 /// Blocks available (sandboxes alive at once, with room to spare).
 const SLOTS: u32 = 4_096;
-/// The sandbox user's uid and gid inside.
-pub const USER_ID: u32 = 1000;
-
-/// Who a command or a file operation acts as inside the sandbox (envd's
-/// `user`: the `Authorization: Basic` user of an RPC, `?username=` of `/files`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SandboxUser {
-    /// `user`, uid 1000: the default.
-    #[default]
-    User,
-    /// `root`, uid 0 inside the sandbox's user namespace (never host root).
-    Root,
-}
-
-impl SandboxUser {
-    /// Parses envd's user names; `None` for any other name.
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "" | "user" => Some(SandboxUser::User),
-            "root" => Some(SandboxUser::Root),
-            _ => None,
-        }
-    }
-
-    /// The uid (and gid) inside the sandbox.
-    pub fn inside_id(self) -> u32 {
-        match self {
-            SandboxUser::User => USER_ID,
-            SandboxUser::Root => 0,
-        }
-    }
-}
 
 /// The host ids behind one sandbox's users.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,6 +20,10 @@ use e2b_wire::HOME_DIR;
 
 use crate::paths::SandboxPaths;
 
+/// Directories of the root that hold mount points and that every user of
+/// the sandbox must be able to cross.
+const SHARED_PARENTS: &[&str] = &["/etc", "/etc/ssl", "/home", "/var"];
+
 /// Host paths bound read-only at the same place (a host symlink, as
 /// `/bin -> usr/bin` on merged-/usr systems, is recreated as that link).
 pub const HOST_RUNTIME: &[&str] = &[
@@ -253,6 +257,11 @@ impl RootFs {
     /// `paths`, with `env` (a directory from [`TemplateEnvs::get`]) bound
     /// read-only at its own path and first on a login shell's `PATH`.
     pub fn add_bwrap_args(&self, cmd: &mut Command, paths: &SandboxPaths, env: Option<&Path>) {
+        // bubblewrap makes a mount point's missing parents for its own
+        // user only (0700), and it runs as the sandbox's root.
+        for dir in SHARED_PARENTS {
+            cmd.args(["--perms", "0755", "--dir", dir]);
+        }
         for path in HOST_RUNTIME {
             match std::fs::symlink_metadata(path) {
                 Ok(meta) if meta.file_type().is_symlink() => {
@@ -276,7 +285,7 @@ impl RootFs {
             // /etc/profile.d holds the host's scripts one by one (the
             // directory itself is the sandbox's, on its read-only root) and
             // the one putting the environment on PATH.
-            cmd.args(["--dir", "/etc/profile.d"]);
+            cmd.args(["--perms", "0755", "--dir", "/etc/profile.d"]);
             if let Ok(entries) = std::fs::read_dir("/etc/profile.d") {
                 for entry in entries.flatten() {
                     if entry.file_name() != PROFILE_SCRIPT {
@@ -288,6 +297,11 @@ impl RootFs {
             cmd.arg("--ro-bind")
                 .arg(self.etc.join(PROFILE_SCRIPT))
                 .arg(Path::new("/etc/profile.d").join(PROFILE_SCRIPT));
+            let mut parents: Vec<&Path> = env.ancestors().skip(1).collect();
+            parents.reverse();
+            for dir in parents.iter().filter(|d| d.parent().is_some()) {
+                cmd.args(["--perms", "0755", "--dir"]).arg(dir);
+            }
             cmd.arg("--ro-bind").arg(env).arg(env);
         }
         for (name, _) in synthesized_etc() {

@@ -232,7 +232,8 @@ async fn polled_watchers_recursive_symlinks_and_limits() {
         .await;
     let again = create_watcher(&h, &sbx, json!({"path": "/tmp"})).await;
 
-    // Pausing stops every watcher of the sandbox.
+    // A pause keeps the watchers: envd is frozen with the rest of the
+    // sandbox, memory and all, as E2B's snapshot keeps it.
     let resp = h
         .api_send(
             reqwest::Method::POST,
@@ -250,18 +251,26 @@ async fn polled_watchers_recursive_symlinks_and_limits() {
         .await
         .unwrap();
     assert!(resp.status().is_success(), "{}", resp.status());
+    crate::common::run(&h, &sbx, "touch /tmp/after-resume").await;
     let until = Instant::now() + Duration::from_secs(5);
     loop {
-        let (status, _) = h
+        let (status, v) = h
             .filesystem(&sbx, "GetWatcherEvents", json!({"watcherId": again}))
             .await;
-        if status == 404 {
+        assert_eq!(status, 200, "the watcher did not outlive the pause: {v}");
+        if v.to_string().contains("after-resume") {
             break;
         }
-        assert!(Instant::now() < until, "the watcher outlived the pause");
+        assert!(Instant::now() < until, "no event after the resume: {v}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // And the budget is free again.
+    // Removing them frees the budget.
+    for id in ids[1..].iter().chain([&again]) {
+        let (status, v) = h
+            .filesystem(&sbx, "RemoveWatcher", json!({"watcherId": id}))
+            .await;
+        assert_eq!(status, 200, "{v}");
+    }
     for _ in 0..8 {
         create_watcher(&h, &sbx, json!({"path": "/tmp"})).await;
     }

@@ -131,8 +131,8 @@ async fn host_files_are_not_there() {
     assert_eq!(status, 404, "{v}");
     let (events, _) = run(&h, &sbx, "ls -A /").await;
     let allowed = [
-        "bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "proc", "root", "sbin",
-        "tmp", "usr", "var",
+        "bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt", "proc", "root",
+        "sbin", "tmp", "usr", "var",
     ];
     let listing = stdout_of(&events);
     for name in listing.lines() {

@@ -49,8 +49,9 @@ async fn execute(h: &Harness, sbx: &Sbx, code: &str) -> Vec<Value> {
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status(), 200);
+    let status = resp.status();
     let text = resp.text().await.unwrap();
+    assert_eq!(status, 200, "{text}");
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()

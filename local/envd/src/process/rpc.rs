@@ -18,14 +18,13 @@ use http::HeaderMap;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use super::processes::{ManagedProcess, Outcome, StreamItem};
 use super::pty;
-use super::rpc::{self, StreamWriter};
-use super::sandbox_fs;
+use super::table::{InputError, ManagedProcess, Outcome, StreamItem};
+use crate::connect_rpc::{self as rpc, StreamWriter};
+use crate::context::Envd;
 use crate::paths;
-use crate::sandbox::Sandbox;
 
-type Sbx = Extension<Arc<Sandbox>>;
+type Sbx = Extension<Arc<Envd>>;
 
 fn not_found(sel: &ProcessSelector) -> ConnectError {
     match sel {
@@ -38,7 +37,7 @@ fn not_found(sel: &ProcessSelector) -> ConnectError {
     }
 }
 
-fn find(sandbox: &Sandbox, sel: &ProcessSelector) -> Result<Arc<ManagedProcess>, ConnectError> {
+fn find(sandbox: &Envd, sel: &ProcessSelector) -> Result<Arc<ManagedProcess>, ConnectError> {
     match sel {
         ProcessSelector::Pid(pid) => sandbox.processes.by_pid(*pid),
         ProcessSelector::Tag(tag) => sandbox.processes.by_tag(tag),
@@ -48,7 +47,7 @@ fn find(sandbox: &Sandbox, sel: &ProcessSelector) -> Result<Arc<ManagedProcess>,
 
 /// A running process (not one that already exited).
 fn find_running(
-    sandbox: &Sandbox,
+    sandbox: &Envd,
     sel: &ProcessSelector,
 ) -> Result<Arc<ManagedProcess>, ConnectError> {
     let p = find(sandbox, sel)?;
@@ -72,16 +71,7 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
     let cwd_given = req.process.cwd.clone().unwrap_or_default();
     let cwd = paths::clean(&paths::absolutize(&cwd_given));
     // Resolved inside the sandbox's root, as the files API resolves paths.
-    let cwd_is_dir = match sandbox_fs::for_sandbox(&sandbox, user) {
-        Ok(fs) => fs.is_dir(&cwd),
-        Err(e) => {
-            return rpc::stream_error(ConnectError::new(
-                Code::Unavailable,
-                format!("error starting process '{}': {}", req.process.cmd, e.kind),
-            ))
-        }
-    };
-    if !cwd_is_dir {
+    if !sandbox.fs(user).is_dir(&cwd) {
         return rpc::stream_error(ConnectError::new(
             Code::InvalidArgument,
             format!("cwd '{cwd}' does not exist"),
@@ -90,10 +80,7 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
     let mut envs: BTreeMap<String, String> = sandbox.env_vars().clone();
     envs.extend(req.process.envs.clone());
     let terminal = match req.pty.as_ref().map(pty_config).transpose() {
-        Ok(config) => match config
-            .map(|c| pty::open(sandbox.runner.root_dir().ok().as_deref(), c.size))
-            .transpose()
-        {
+        Ok(config) => match config.map(|c| pty::open(c.size)).transpose() {
             Ok(terminal) => terminal,
             Err(e) => {
                 return rpc::stream_error(ConnectError::new(
@@ -117,7 +104,7 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
         ),
         None => (req.process.cmd.clone(), req.process.args.clone()),
     };
-    let mut cmd = match sandbox.runner.command(&program, &args, &cwd, &envs, user) {
+    let mut cmd = match sandbox.command(&program, &args, &cwd, &envs, user) {
         Ok(cmd) => cmd,
         Err(e) => {
             return rpc::stream_error(ConnectError::new(
@@ -138,6 +125,8 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
             }
         }
         None => {
+            // Its own group: a signal reaches what it starts in the foreground.
+            cmd.process_group(0);
             let keep_stdin = req.stdin.unwrap_or(false);
             cmd.stdin(if keep_stdin {
                 Stdio::piped()
@@ -163,12 +152,7 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
         }
     };
     let deadline = rpc::timeout_header(&headers).map(|d| Instant::now() + d);
-    let host_pid = child.id().unwrap_or(0);
-    let pid = sandbox
-        .runner
-        .sandbox_pid(host_pid)
-        .await
-        .unwrap_or(host_pid);
+    let pid = child.id().unwrap_or(0);
     let (proc, rx) = sandbox
         .processes
         .adopt(child, pid, req.process, req.tag, deadline, master);
@@ -452,13 +436,13 @@ pub async fn stream_input(Extension(sandbox): Sbx, headers: HeaderMap, body: Bod
     resp
 }
 
-fn input_error(e: super::processes::InputError) -> ConnectError {
+fn input_error(e: InputError) -> ConnectError {
     match e {
-        super::processes::InputError::StdinClosed => ConnectError::new(
+        InputError::StdinClosed => ConnectError::new(
             Code::FailedPrecondition,
             "stdin of the process is not open (start it with stdin enabled)",
         ),
-        super::processes::InputError::Io(e) => {
+        InputError::Io(e) => {
             ConnectError::new(Code::Internal, format!("error writing to stdin: {e}"))
         }
     }

@@ -1,17 +1,14 @@
 //! A real terminal for `Start` with a `pty`: a pseudo-terminal pair opened
-//! by the server, its slave end the process's stdin, stdout and stderr and
+//! by envd, its slave end the process's stdin, stdout and stderr and
 //! (through util-linux `setsid --ctty` inside the sandbox) its controlling
 //! terminal, so echo, line editing, job control, Ctrl-C and `tput cols`
-//! behave as in envd. The master stays with the server: output, input,
+//! behave as in E2B's envd. The master stays with envd: output, input,
 //! `Update`'s resize and the signals of the terminal's session.
 //!
 //! The terminal is made in the sandbox's own devpts (its `/dev/ptmx`,
-//! opened beneath its root with `RESOLVE_IN_ROOT` and checked to be the
-//! ptmx device, never blocking on whatever the sandbox put there), so
-//! `tty` names it inside. Without one (no isolation) it comes from the
-//! host's `/dev/ptmx`; the sandbox then holds only the open descriptor.
-//! Either way what a process can do through its end (`TIOCSTI` included)
-//! reaches only its own terminal, whose other end is ours.
+//! checked to be the ptmx device), so `tty` names it inside. What a
+//! process can do through its end (`TIOCSTI` included) reaches only its
+//! own terminal, whose other end is envd's.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -50,17 +47,14 @@ pub struct PtyPair {
 /// The ptmx device: character device 5:2.
 const PTMX: (u32, u32) = (5, 2);
 
-/// Opens a pseudo-terminal of `size` (80 x 24 when none) in the devpts of
-/// the sandbox whose `/` is `root`, else the host's.
-pub fn open(root: Option<&OwnedFd>, size: Option<PtySize>) -> io::Result<PtyPair> {
-    let master = match root.map(sandbox_ptmx) {
-        Some(Ok(master)) => master,
-        _ => rustix::pty::openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY)?,
-    };
-    rustix::io::fcntl_setfd(&master, rustix::io::FdFlags::CLOEXEC)?;
+/// Opens a pseudo-terminal of `size` (80 x 24 when none) in the
+/// sandbox's devpts. Both ends are close-on-exec from their creation, so
+/// no process started meanwhile inherits them.
+pub fn open(size: Option<PtySize>) -> io::Result<PtyPair> {
+    let master = ptmx()?;
     rustix::pty::grantpt(&master)?;
     rustix::pty::unlockpt(&master)?;
-    // The peer from the master itself: no path of the sandbox's is looked up.
+    // The peer from the master itself: no path is looked up.
     let slave = rustix::pty::ioctl_tiocgptpeer(
         &master,
         OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC,
@@ -69,15 +63,14 @@ pub fn open(root: Option<&OwnedFd>, size: Option<PtySize>) -> io::Result<PtyPair
     Ok(PtyPair { master, slave })
 }
 
-/// The sandbox's `/dev/ptmx`, opened beneath its root, if it is the ptmx
-/// device (a FIFO would block the open: non-blocking until checked).
-fn sandbox_ptmx(root: &OwnedFd) -> io::Result<OwnedFd> {
-    let fd = rustix::fs::openat2(
-        root,
-        "dev/ptmx",
+/// `/dev/ptmx`, if it is the ptmx device: sandbox root may have put
+/// anything there, and a FIFO would block the open (non-blocking until
+/// checked).
+fn ptmx() -> io::Result<OwnedFd> {
+    let fd = rustix::fs::open(
+        "/dev/ptmx",
         OFlags::RDWR | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC,
         Mode::empty(),
-        rustix::fs::ResolveFlags::IN_ROOT | rustix::fs::ResolveFlags::NO_MAGICLINKS,
     )?;
     let stat = rustix::fs::fstat(&fd)?;
     let is_char =
@@ -87,9 +80,7 @@ fn sandbox_ptmx(root: &OwnedFd) -> io::Result<OwnedFd> {
         rustix::fs::minor(stat.st_rdev),
     );
     if !is_char || rdev != PTMX {
-        return Err(io::Error::other(
-            "the sandbox's /dev/ptmx is not the ptmx device",
-        ));
+        return Err(io::Error::other("/dev/ptmx is not the ptmx device"));
     }
     rustix::fs::fcntl_setfl(&fd, OFlags::empty())?;
     Ok(fd)

@@ -173,7 +173,7 @@ impl KernelProcess {
 
     fn signal_group(&self, signal: libc::c_int) {
         if let Some(pid) = self.child.id() {
-            crate::isolation::signal_group(pid, signal);
+            crate::process::signal_group(pid, signal);
         }
     }
 

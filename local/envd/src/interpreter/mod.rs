@@ -38,7 +38,6 @@ use e2b_wire::interpreter::Context;
 use context::ContextKernel;
 use language::Language;
 
-pub use language::AVAILABLE as LANGUAGES;
 pub use routes::router;
 
 /// Most contexts (each one a kernel process) a sandbox may have.

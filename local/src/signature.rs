@@ -63,7 +63,15 @@ pub(crate) fn signed_request_ok(method: &Method, query: Option<&str>, token: &st
             return false;
         }
     }
-    sign(&q.path, op, &q.username, token, q.signature_expiration) == signature
+    let expected = sign(&q.path, op, &q.username, token, q.signature_expiration);
+    constant_time_eq(expected.as_bytes(), signature.as_bytes())
+}
+
+/// Whether two secrets are equal, in time that does not depend on where
+/// they differ (a client must not find a token byte by byte by timing).
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.ct_eq(b).into()
 }
 
 #[cfg(test)]

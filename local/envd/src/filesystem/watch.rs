@@ -32,8 +32,8 @@ use tokio::io::unix::AsyncFd;
 use tokio::sync::{oneshot, watch};
 
 use super::entry::Entry;
-use super::rpc::StreamWriter;
 use super::sandbox_fs::{self, FsErrorKind, SandboxFs};
+use crate::connect_rpc::StreamWriter;
 
 /// Watchers (streams and polled) one sandbox may have at once.
 pub(crate) const MAX_WATCHERS_PER_SANDBOX: usize = 8;
@@ -307,7 +307,7 @@ impl Tree {
                 Code::InvalidArgument,
                 format!("path {} not a directory", e.path),
             ),
-            _ => super::filesystem_rpc::connect_error(e),
+            _ => super::rpc::connect_error(e),
         })?;
         let slot = Slot::acquire(sandbox)?;
         let inotify = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)
@@ -773,7 +773,7 @@ mod tests {
     use std::os::unix::fs::{symlink, MetadataExt};
 
     use super::*;
-    use crate::envd::sandbox_fs::OwnerNames;
+    use crate::filesystem::sandbox_fs::OwnerNames;
 
     fn fixture() -> (tempfile::TempDir, std::path::PathBuf, SandboxFs) {
         let dir = tempfile::tempdir().unwrap();

@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use super::metadata::Metadata;
 use super::sandbox_fs::{Meta, OwnerNames};
-use crate::sandbox::rfc3339;
 
 /// `EntryInfo` with its `metadata` map (the file's `user.e2b.*` extended
 /// attributes), omitted when empty as proto3 JSON omits an empty map.
@@ -99,7 +98,9 @@ pub fn entry_info(
         permissions: permissions_string(perm, is_link, is_dir),
         owner: names.owner(meta.uid),
         group: names.group(meta.gid),
-        modified_time: meta.modified.map(rfc3339),
+        modified_time: meta
+            .modified
+            .map(|t| humantime::format_rfc3339_seconds(t).to_string()),
         symlink_target,
     }
 }

@@ -39,10 +39,9 @@ use rustix::io::Errno;
 
 use super::entry::{entry_info, Entry};
 use super::metadata::{self, Metadata};
-use crate::isolation::ids::{HostIds, SUBID_COUNT, USER_ID};
-use crate::isolation::{SandboxUser, SANDBOX_USER};
+use e2b_wire::envd_setup::USER_ID;
+
 use crate::paths;
-use crate::sandbox::Sandbox;
 
 /// Sandbox paths that are mount points of every sandbox's layout. They are
 /// never removed or moved: the kernel would refuse the final `rmdir` only
@@ -104,6 +103,9 @@ const DIR_PATH: OFlags = OFlags::PATH.union(OFlags::DIRECTORY);
 /// Opening content: a FIFO must not block, a terminal must not become ours.
 const NO_SURPRISES: OFlags = OFlags::NONBLOCK.union(OFlags::NOCTTY);
 
+/// The id an unmapped host id shows as inside a user namespace.
+const OVERFLOW_ID: u32 = 65_534;
+
 /// One line of a user namespace's `uid_map`/`gid_map`: `count` ids from
 /// `inside` are the host ids from `host`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,21 +140,16 @@ pub(crate) struct OwnerNames {
 }
 
 impl OwnerNames {
-    /// The names a sandbox with host ids `ids` uses.
-    pub fn from_host_ids(ids: HostIds) -> Self {
-        match ids {
-            HostIds::Block { base } => {
-                let map = IdMap {
-                    inside: 0,
-                    host: base,
-                    count: SUBID_COUNT,
-                };
-                Self {
-                    uids: map,
-                    gids: map,
-                }
-            }
-            HostIds::Own { uid, gid } => Self::single_user(uid, gid),
+    /// Names as envd sees ids inside its sandbox: each id is itself.
+    pub fn inside() -> Self {
+        let all = IdMap {
+            inside: 0,
+            host: 0,
+            count: u32::MAX,
+        };
+        Self {
+            uids: all,
+            gids: all,
         }
     }
 
@@ -183,9 +180,10 @@ impl OwnerNames {
 fn inside_name(id: Option<u32>) -> String {
     match id {
         Some(0) => "root".into(),
-        Some(USER_ID) => SANDBOX_USER.into(),
+        Some(USER_ID) => "user".into(),
+        // The kernel's overflow id: a host id the sandbox does not map.
+        Some(OVERFLOW_ID) | None => "nobody".into(),
         Some(id) => id.to_string(),
-        None => "nobody".into(),
     }
 }
 
@@ -250,8 +248,6 @@ pub(crate) enum FsErrorKind {
     AlreadyExists,
     /// A path the kernel cannot take (NUL byte, name too long).
     InvalidPath(&'static str),
-    /// The sandbox's root cannot be reached (it stopped or never started).
-    Unavailable(String),
     /// Anything else.
     Other(io::Error),
 }
@@ -273,7 +269,6 @@ impl fmt::Display for FsErrorKind {
             FsErrorKind::TooManySymlinks => f.write_str("too many levels of symbolic links"),
             FsErrorKind::AlreadyExists => f.write_str("file exists"),
             FsErrorKind::InvalidPath(why) => f.write_str(why),
-            FsErrorKind::Unavailable(why) => f.write_str(why),
             FsErrorKind::Other(e) => e.fmt(f),
         }
     }
@@ -410,21 +405,6 @@ pub(crate) struct SandboxFs {
     names: OwnerNames,
 }
 
-/// The files API for `user` in `sandbox`: its root, the host ids what the
-/// API creates gets, and how its ids are named.
-// WIRING: `crate::isolation::SandboxRunner` owns these three facts.
-pub(crate) fn for_sandbox(sandbox: &Sandbox, user: SandboxUser) -> Result<SandboxFs, FsError> {
-    let runner = &sandbox.runner;
-    let root = runner
-        .root_dir()
-        .map_err(|e| FsError::new(FsErrorKind::Unavailable(e.to_string()), Op::Open, "/"))?;
-    Ok(SandboxFs::new(
-        root,
-        runner.host_owner(user),
-        OwnerNames::from_host_ids(runner.ids()),
-    ))
-}
-
 impl SandboxFs {
     /// The filesystem under `root` (an `O_PATH` directory fd, see
     /// [`SandboxFs::open_root`]). What the API creates is chowned to
@@ -433,9 +413,8 @@ impl SandboxFs {
         Self { root, owner, names }
     }
 
-    /// Opens the trusted host directory `dir` (a sandbox directory or
-    /// `/proc/<pid>/root`) as a root for [`SandboxFs::new`].
-    #[cfg_attr(not(test), allow(dead_code))] // WIRING: the runner opens its own.
+    /// Opens `dir` (the sandbox's `/`, or its directory without
+    /// isolation) as a root for [`SandboxFs::new`].
     pub fn open_root(dir: &Path) -> io::Result<OwnedFd> {
         rustix::fs::open(dir, DIR_PATH | OFlags::CLOEXEC, Mode::empty()).map_err(Into::into)
     }

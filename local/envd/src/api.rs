@@ -1,18 +1,6 @@
-//! envd, the agent on port 49983 of every sandbox: Connect RPC services
+//! envd's protocol (port 49983 of every sandbox): Connect RPC services
 //! `process.Process` and `filesystem.Filesystem` (JSON codec), and the REST
 //! routes `/health`, `/files` and `/envs`.
-
-mod entry;
-mod files_http;
-mod filesystem_rpc;
-mod metadata;
-mod process_rpc;
-pub mod processes;
-mod pty;
-pub mod rpc;
-pub(crate) mod sandbox_fs;
-pub(crate) mod signature;
-mod watch;
 
 use std::sync::Arc;
 
@@ -24,19 +12,21 @@ use e2b_wire::connect::{Code, ConnectError};
 use e2b_wire::{filesystem as fs, process as pr};
 use http::{Method, StatusCode};
 
+use crate::connect_rpc as rpc;
+use crate::context::Envd;
+use crate::filesystem::{files_http, rpc as filesystem_rpc};
 use crate::http_errors::api_error;
-use crate::sandbox::Sandbox;
+use crate::process::rpc as process_rpc;
 
-/// envd's routes, built once for every sandbox: the request carries its
-/// sandbox as an `Extension<Arc<Sandbox>>` (authentication is checked
-/// before).
+/// envd's routes; requests carry the sandbox's [`Envd`] as an extension
+/// (the edge checked the access token before the request got here).
 pub(crate) fn router() -> Router {
     Router::new()
         .route("/health", get(|| async { StatusCode::NO_CONTENT }))
         .route(
             "/envs",
             get(
-                |axum::Extension(s): axum::Extension<Arc<Sandbox>>| async move {
+                |axum::Extension(s): axum::Extension<Arc<Envd>>| async move {
                     Json(s.env_vars().clone())
                 },
             ),

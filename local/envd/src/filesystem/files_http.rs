@@ -15,11 +15,11 @@ use serde::Deserialize;
 
 use super::entry::Written;
 use super::metadata::{self, Metadata};
-use super::sandbox_fs::{self, FsError, FsErrorKind, Op, SandboxFs};
+use super::sandbox_fs::{FsError, FsErrorKind, Op, SandboxFs};
+use crate::context::Envd;
 use crate::http_errors::api_error;
-use crate::isolation::SandboxUser;
 use crate::paths;
-use crate::sandbox::Sandbox;
+use e2b_wire::envd_setup::SandboxUser;
 
 /// Largest upload accepted.
 pub const FILES_BODY_LIMIT: usize = 64 << 20;
@@ -43,7 +43,7 @@ fn parse_query(query: Option<&str>) -> Result<FileQuery, String> {
 
 /// The sandbox's filesystem as `?username=` (`user` when absent; another
 /// name is envd's 401).
-fn open_fs(sandbox: &Sandbox, q: &FileQuery) -> Result<SandboxFs, Box<Response>> {
+fn open_fs(sandbox: &Envd, q: &FileQuery) -> Result<SandboxFs, Box<Response>> {
     let name = q.username.as_deref().unwrap_or("");
     let user = SandboxUser::from_name(name).ok_or_else(|| {
         Box::new(api_error(
@@ -51,8 +51,7 @@ fn open_fs(sandbox: &Sandbox, q: &FileQuery) -> Result<SandboxFs, Box<Response>>
             format!("invalid username: '{name}'"),
         ))
     })?;
-    sandbox_fs::for_sandbox(sandbox, user)
-        .map_err(|e| Box::new(fs_error(&e, Transfer::Download, "/", "/")))
+    Ok(sandbox.fs(user))
 }
 
 /// Which way a `/files` request goes: the answers differ as envd's do.
@@ -90,10 +89,6 @@ fn fs_error(e: &FsError, transfer: Transfer, given: &str, shown: &str) -> Respon
         (K::TooManySymlinks | K::InvalidPath(_), _) => (
             StatusCode::BAD_REQUEST,
             format!("invalid path '{given}': {kind}"),
-        ),
-        (K::Unavailable(why), _) => (
-            StatusCode::BAD_GATEWAY,
-            format!("the sandbox's filesystem is unavailable: {why}"),
         ),
         (K::NoSpace, _) => (
             StatusCode::INSUFFICIENT_STORAGE,
@@ -135,7 +130,7 @@ fn fs_error(e: &FsError, transfer: Transfer, given: &str, shown: &str) -> Respon
 
 /// `GET /files?path=`: the file's bytes.
 pub async fn download(
-    Extension(sandbox): Extension<Arc<Sandbox>>,
+    Extension(sandbox): Extension<Arc<Envd>>,
     RawQuery(query): RawQuery,
 ) -> Response {
     let q = match parse_query(query.as_deref()) {
@@ -190,7 +185,7 @@ pub async fn download(
 /// `POST /files?path=`: writes one file (octet-stream) or every `file`
 /// part (multipart), creating parent directories.
 pub async fn upload(
-    Extension(sandbox): Extension<Arc<Sandbox>>,
+    Extension(sandbox): Extension<Arc<Envd>>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Body,

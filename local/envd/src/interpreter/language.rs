@@ -19,7 +19,7 @@ pub(crate) enum Language {
 }
 
 /// The languages this server has kernels for.
-pub const AVAILABLE: [&str; 3] = ["python", "javascript", "bash"];
+pub const AVAILABLE: [&str; 3] = e2b_wire::interpreter::LOCAL_LANGUAGES;
 
 impl Language {
     /// Parses a client-given name the way the real server normalises it

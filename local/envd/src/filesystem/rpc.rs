@@ -12,21 +12,21 @@ use e2b_wire::filesystem::{ListDirRequest, MoveRequest, PathRequest};
 use http::HeaderMap;
 
 use super::entry::{EntryResponse, ListDirResponse};
-use super::rpc;
-use super::sandbox_fs::{self, FsError, FsErrorKind, SandboxFs};
+use super::sandbox_fs::{FsError, FsErrorKind, SandboxFs};
 use super::watch::{self, Live, Tree, WatchRequest};
+use crate::connect_rpc as rpc;
+use crate::context::Envd;
 use crate::paths;
-use crate::sandbox::Sandbox;
 
-type Sbx = Extension<Arc<Sandbox>>;
+type Sbx = Extension<Arc<Envd>>;
 
 /// Deepest ListDir recursion honoured.
 const MAX_DEPTH: u32 = 64;
 
 /// The sandbox's filesystem as the RPC's user.
-pub(crate) fn open_fs(sandbox: &Sandbox, headers: &HeaderMap) -> Result<SandboxFs, ConnectError> {
+pub(crate) fn open_fs(sandbox: &Envd, headers: &HeaderMap) -> Result<SandboxFs, ConnectError> {
     let user = rpc::user_from_headers(headers)?;
-    sandbox_fs::for_sandbox(sandbox, user).map_err(connect_error)
+    Ok(sandbox.fs(user))
 }
 
 /// The Connect error for a failed operation, in envd's words.
@@ -41,7 +41,6 @@ pub(crate) fn connect_error(e: FsError) -> ConnectError {
         | K::InvalidPath(_) => Code::InvalidArgument,
         K::PseudoFs(_) | K::ReadOnly | K::PermissionDenied => Code::PermissionDenied,
         K::AlreadyExists => Code::AlreadyExists,
-        K::Unavailable(_) => Code::Unavailable,
         K::NoSpace | K::Other(_) => Code::Internal,
     };
     ConnectError::new(code, e.to_string())
@@ -178,12 +177,12 @@ pub async fn remove(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> 
 /// A watcher over `req.path`, on the reactor (the tree is walked on the
 /// blocking pool).
 async fn start_watcher(
-    sandbox: &Arc<Sandbox>,
+    sandbox: &Arc<Envd>,
     headers: &HeaderMap,
     req: WatchRequest,
 ) -> Result<Live, ConnectError> {
     let fs = open_fs(sandbox, headers)?;
-    let id = sandbox.id.clone();
+    let id = sandbox.id().to_string();
     let tree = tokio::task::spawn_blocking(move || Tree::open(fs, &req, &id))
         .await
         .map_err(|e| ConnectError::new(Code::Internal, format!("error creating watcher: {e}")))??;
@@ -232,7 +231,7 @@ pub async fn create_watcher(Extension(sandbox): Sbx, headers: HeaderMap, body: B
         async {
             let req: WatchRequest = rpc::read_unary(&headers, body).await?;
             let live = start_watcher(&sandbox, &headers, req).await?;
-            let watcher_id = watch::create(live, &sandbox.id, sandbox.gone());
+            let watcher_id = watch::create(live, sandbox.id(), sandbox.gone());
             Ok(CreateWatcherResponse { watcher_id })
         }
         .await,
@@ -248,7 +247,7 @@ pub async fn get_watcher_events(
     rpc::unary(
         async {
             let req: WatcherRequest = rpc::read_unary(&headers, body).await?;
-            let events = watch::take_events(&sandbox.id, &req.watcher_id)?;
+            let events = watch::take_events(sandbox.id(), &req.watcher_id)?;
             Ok(serde_json::json!({ "events": events }))
         }
         .await,
@@ -260,7 +259,7 @@ pub async fn remove_watcher(Extension(sandbox): Sbx, headers: HeaderMap, body: B
     rpc::unary(
         async {
             let req: WatcherRequest = rpc::read_unary(&headers, body).await?;
-            watch::remove(&sandbox.id, &req.watcher_id)?;
+            watch::remove(sandbox.id(), &req.watcher_id)?;
             Ok(serde_json::json!({}))
         }
         .await,
@@ -280,7 +279,7 @@ mod tests {
     fn failures_have_envds_codes() {
         let e = |kind| FsError {
             kind,
-            op: sandbox_fs::Op::Remove,
+            op: crate::filesystem::sandbox_fs::Op::Remove,
             path: "/etc/hostname".into(),
         };
         let ro = connect_error(e(FsErrorKind::ReadOnly));

@@ -469,13 +469,12 @@ fn a_move_across_mounts_copies_then_removes() {
 
 #[test]
 fn owners_are_named_as_inside_the_sandbox() {
-    let base = 0x2000_0000;
-    let block = OwnerNames::from_host_ids(HostIds::Block { base });
-    assert_eq!(block.owner(base), "root");
-    assert_eq!(block.owner(base + 1000), "user");
-    assert_eq!(block.group(base + 5), "5");
-    assert_eq!(block.owner(0), "nobody");
-    let own = OwnerNames::from_host_ids(HostIds::Own { uid: 1234, gid: 99 });
+    let inside = OwnerNames::inside();
+    assert_eq!(inside.owner(0), "root");
+    assert_eq!(inside.owner(1000), "user");
+    assert_eq!(inside.group(5), "5");
+    assert_eq!(inside.owner(65_534), "nobody");
+    let own = OwnerNames::single_user(1234, 99);
     assert_eq!(
         (own.owner(1234), own.group(99)),
         ("user".into(), "user".into())

@@ -50,11 +50,8 @@ pub enum StreamItem {
 
 /// One running (or recently exited) process.
 pub struct ManagedProcess {
-    /// Its pid as the sandbox sees it (envd's pid; the host pid when the
-    /// sandbox has no shared pid namespace).
+    /// Its pid as the sandbox sees it, leading its process group.
     pub pid: u32,
-    /// Its host pid, leading its process group.
-    host_pid: u32,
     /// How it was started.
     pub config: ProcessConfig,
     /// Its tag.
@@ -184,8 +181,8 @@ struct Tables {
     running: HashMap<u32, Arc<ManagedProcess>>,
     exited: HashMap<u32, (Instant, Arc<ManagedProcess>)>,
     supervisors: Vec<tokio::task::JoinHandle<()>>,
-    /// Set while the sandbox is paused or dead: a process that slips in
-    /// (spawned just before) is killed at once.
+    /// Set once envd shuts down: a process that slips in (spawned just
+    /// before) is killed at once.
     closed: bool,
 }
 
@@ -227,7 +224,6 @@ impl ProcessTable {
         let session = pty.as_ref().and_then(|master| master.try_clone().ok());
         let proc = Arc::new(ManagedProcess {
             pid,
-            host_pid: child.id().unwrap_or(0),
             config,
             tag,
             stdin: tokio::sync::Mutex::new(stdin),
@@ -347,15 +343,8 @@ impl ProcessTable {
         self.inner.lock().map(|t| t.closed).unwrap_or(true)
     }
 
-    /// Accepts processes again (after a resume).
-    pub fn reopen(&self) {
-        if let Ok(mut t) = self.inner.lock() {
-            t.closed = false;
-        }
-    }
-
-    /// Kills every process, refuses new ones until [`Self::reopen`], and
-    /// waits (briefly) until they are reaped.
+    /// Kills every process, refuses new ones, and waits (briefly) until
+    /// they are reaped.
     pub async fn kill_all(&self) {
         let (procs, supervisors) = match self.inner.lock() {
             Ok(mut t) => (
@@ -380,29 +369,13 @@ impl ProcessTable {
             }
         }
     }
-
-    /// Kills every process without waiting (for `Drop`).
-    pub fn kill_all_now(&self) {
-        if let Ok(mut t) = self.inner.lock() {
-            t.closed = true;
-            for p in t.running.values() {
-                p.signal(libc::SIGKILL);
-                // The runtime may be going away with the supervisors: kill
-                // directly too (the child is not reaped while unfinished).
-                if !p.finished() {
-                    crate::isolation::signal_group(p.host_pid, libc::SIGKILL);
-                }
-            }
-        }
-    }
 }
 
-/// Signals the child's process group (every process leads its own, see
-/// [`crate::isolation`]). Only called while the child is not yet reaped, so
+/// Signals the child's process group (every process leads its own). Only called while the child is not yet reaped, so
 /// the pid cannot have been reused.
 fn send_signal(child: &Child, sig: i32) {
     if let Some(pid) = child.id() {
-        crate::isolation::signal_group(pid, sig);
+        super::signal_group(pid, sig);
     }
 }
 

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::isolation::SandboxUser;
+use e2b_wire::envd_setup::SandboxUser;
 
 /// Largest RPC request body accepted.
 pub const RPC_BODY_LIMIT: usize = 1 << 20;

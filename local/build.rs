@@ -1,0 +1,98 @@
+//! Builds envd (`local/envd`, the agent each sandbox runs as its first
+//! process) and hands its path to the crate as `E2B_LOCAL_ENVD_BINARY`, so
+//! every program embedding the local server carries the envd it starts.
+//!
+//! The same precautions as `host/build.rs` (docs/TOOLCHAIN.md): the nested
+//! cargo gets its own `--target-dir` (sharing the outer one deadlocks on
+//! the build directory's lock) and none of the outer build's `CARGO_*`,
+//! `RUSTFLAGS` or wrappers; `CARGO_MAKEFLAGS` stays, so it joins the
+//! jobserver.
+//!
+//! `E2B_LOCAL_ENVD=/path/to/e2b-envd` embeds a prebuilt envd instead.
+
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let workspace = manifest_dir
+        .parent()
+        .expect("local/ lives inside the workspace")
+        .to_path_buf();
+    println!("cargo:rerun-if-env-changed=E2B_LOCAL_ENVD");
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+    let binary = match env::var_os("E2B_LOCAL_ENVD") {
+        Some(prebuilt) => PathBuf::from(prebuilt),
+        None => {
+            for input in [
+                "local/envd/src",
+                "local/envd/Cargo.toml",
+                "wire/src",
+                "Cargo.lock",
+            ] {
+                println!("cargo:rerun-if-changed={}", workspace.join(input).display());
+            }
+            build_envd(&workspace, &outer_target_dir(&workspace).join("envd"))
+        }
+    };
+    println!("cargo:rerun-if-changed={}", binary.display());
+    if !binary.is_file() {
+        panic!("envd not found at {}", binary.display());
+    }
+    println!("cargo:rustc-env=E2B_LOCAL_ENVD_BINARY={}", binary.display());
+}
+
+/// Builds envd in release mode into `target_dir`; the binary's path.
+fn build_envd(workspace: &Path, target_dir: &Path) -> PathBuf {
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(workspace)
+        .args(["build", "--release", "--locked", "-p", "e2b-envd"])
+        .arg("--target-dir")
+        .arg(target_dir);
+    scrub_environment(&mut build);
+    let status = build
+        .status()
+        .unwrap_or_else(|err| panic!("could not run cargo to build envd: {err}"));
+    if !status.success() {
+        panic!("building envd failed ({status})");
+    }
+    target_dir.join("release").join("e2b-envd")
+}
+
+/// The target directory of the outer build, so envd's lands beside it.
+fn outer_target_dir(workspace: &Path) -> PathBuf {
+    match env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
+        Some(dir) => workspace.join(dir),
+        None => workspace.join("target"),
+    }
+}
+
+/// Removes what the outer cargo set for this build script and would
+/// otherwise steer the nested build.
+fn scrub_environment(build: &mut Command) {
+    for (key, _) in env::vars_os() {
+        let Some(key) = key.to_str() else { continue };
+        let leaks_from_outer_build =
+            (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_MAKEFLAGS")
+                || matches!(
+                    key,
+                    "RUSTFLAGS"
+                        | "RUSTC_WRAPPER"
+                        | "RUSTC_WORKSPACE_WRAPPER"
+                        | "TARGET"
+                        | "HOST"
+                        | "OUT_DIR"
+                        | "OPT_LEVEL"
+                        | "PROFILE"
+                        | "DEBUG"
+                        | "NUM_JOBS"
+                );
+        if leaks_from_outer_build {
+            build.env_remove(key);
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! envd for the local E2B server: the agent inside each sandbox.
+//!
+//! The orchestrator starts it as the first process of a sandbox (under
+//! bubblewrap's init, in every namespace of the sandbox, in its cgroup and
+//! under its seccomp filter), as the sandbox's own `root` (or as `user`
+//! when the server is an ordinary user and the sandbox has no root). It
+//! never listens on a port: connections come from the edge over the
+//! control socket ([`e2b_wire::envd_setup`]), and it serves envd's
+//! protocol ([`api`]) and the code interpreter ([`interpreter`]) on them,
+//! or joins them to a port a sandbox program listens on ([`control`]).
+//!
+//! Everything that touches the sandbox's content happens here, with the
+//! sandbox's credentials: processes ([`process`]), files, metadata and
+//! watches ([`filesystem`]). A command's `envs` are only ever the
+//! environment of that command, and envd reaps what it starts.
+
+mod api;
+mod connect_rpc;
+mod context;
+mod control;
+mod filesystem;
+mod http_errors;
+mod interpreter;
+mod paths;
+mod process;
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::process::ExitCode;
+
+use e2b_wire::envd_setup::CONTROL_FD;
+
+fn main() -> ExitCode {
+    // SAFETY: the orchestrator starts envd with its control socket as this
+    // descriptor and nothing else owns it in this process.
+    #[allow(unsafe_code)]
+    let control = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
+    let config = match control::read_config(&control) {
+        Ok(config) => config,
+        Err(e) => {
+            control::say(&e);
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = context::prepare_process(&config) {
+        control::say(&e);
+        return ExitCode::FAILURE;
+    }
+    // One thread: a sandbox's envd serves one client's calls at a time,
+    // mostly waiting on its processes; file I/O goes to the blocking pool.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(8)
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            control::say(&format!("cannot start its runtime: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(control::serve(control, config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            control::say(&e);
+            ExitCode::FAILURE
+        }
+    }
+}

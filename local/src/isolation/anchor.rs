@@ -1,0 +1,231 @@
+//! Starting one sandbox: bubblewrap makes its namespaces and root and runs
+//! envd as its first process; the server keeps the other end of envd's
+//! control socket, through which it hands envd the connections the edge
+//! opens ([`e2b_wire::envd_setup`]).
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+use command_fds::{CommandFdExt, FdMapping};
+use e2b_wire::envd_setup::{self, EnvdConfig, CONTROL_FD, ENVD_PATH};
+use rustix::net::{
+    AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+};
+
+/// A running sandbox: bubblewrap (or, without isolation, envd itself) and
+/// the server's end of envd's control socket.
+pub(super) struct Anchor {
+    child: Child,
+    /// bubblewrap's init, in the sandbox's namespaces (host pid).
+    pub init: u32,
+    control: Mutex<OwnedFd>,
+    /// The user-mode network stack, when the sandbox has internet.
+    pub slirp: Option<Child>,
+    /// Without isolation envd is the child: it ends its processes when
+    /// its control socket closes, given a moment.
+    direct: bool,
+    /// bubblewrap's errors, read only if it exits before serving.
+    stderr: Option<std::process::ChildStderr>,
+}
+
+impl Anchor {
+    /// Starts `cmd` (bubblewrap or envd) with envd's control socket and
+    /// sends it `config`; `on_spawn` runs while bubblewrap waits for its
+    /// user namespace (the maps, the cgroup), given bwrap's init pid.
+    pub fn start(
+        mut cmd: Command,
+        config: &EnvdConfig,
+        bwrap: bool,
+        extra_fds: Vec<FdMapping>,
+        on_spawn: impl FnOnce(u32) -> Result<(), String>,
+    ) -> Result<Anchor, String> {
+        let (ours, theirs) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )
+        .map_err(|e| format!("cannot make envd's control socket: {e}"))?;
+        let mut fds = vec![FdMapping {
+            parent_fd: theirs,
+            child_fd: CONTROL_FD,
+        }];
+        fds.extend(extra_fds);
+        cmd.fd_mappings(fds)
+            .map_err(|_| "envd's descriptors collide".to_string())?;
+        let message = serde_json::to_vec(config).map_err(|e| e.to_string())?;
+        if message.len() > envd_setup::MAX_CONFIG_BYTES {
+            return Err(format!(
+                "the sandbox's settings are too large ({} bytes, at most {})",
+                message.len(),
+                envd_setup::MAX_CONFIG_BYTES
+            ));
+        }
+        rustix::net::send(&ours, &message, SendFlags::empty())
+            .map_err(|e| format!("cannot configure envd: {e}"))?;
+        if !bwrap {
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let child = super::spawn_from_anchor_thread(cmd).map_err(|e| e.to_string())?;
+            let init = child.id();
+            return Ok(Anchor {
+                child,
+                init,
+                control: Mutex::new(ours),
+                slirp: None,
+                direct: true,
+                stderr: None,
+            });
+        }
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = super::spawn_from_anchor_thread(cmd).map_err(|e| e.to_string())?;
+        let mut anchor = Anchor {
+            child,
+            init: 0,
+            control: Mutex::new(ours),
+            slirp: None,
+            direct: false,
+            stderr: None,
+        };
+        anchor.init = read_child_pid(&mut anchor.child)?;
+        on_spawn(anchor.init)?;
+        // A byte lets bwrap go on (the block fd reads it).
+        if let Some(mut stdin) = anchor.child.stdin.take() {
+            let _ = stdin.write_all(b"1");
+        }
+        anchor.stderr = anchor.child.stderr.take();
+        Ok(anchor)
+    }
+
+    /// Whether the sandbox still runs (its own root may kill envd, which
+    /// ends it).
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Why the sandbox stopped before it served: bubblewrap's own words
+    /// (4 KiB at most), read only once it has exited.
+    pub fn failure(&mut self) -> String {
+        let mut err = String::new();
+        if !self.alive() {
+            if let Some(stderr) = self.stderr.take() {
+                let _ = stderr.take(4096).read_to_string(&mut err);
+            }
+        }
+        err.trim().to_string()
+    }
+
+    /// The sandbox served a connection: its stderr is the sandbox's from
+    /// now on, and nothing on the host reads it.
+    pub fn serving(&mut self) {
+        self.stderr = None;
+    }
+
+    /// Hands envd `theirs`, the sandbox end of a connection for `port`.
+    pub fn send_connection(&self, port: u16, theirs: impl AsFd) -> std::io::Result<()> {
+        let control = self
+            .control
+            .lock()
+            .map_err(|_| std::io::Error::other("control socket poisoned"))?;
+        let fds = [theirs.as_fd()];
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut cmsgs = SendAncillaryBuffer::new(&mut space);
+        cmsgs.push(SendAncillaryMessage::ScmRights(&fds));
+        let message = envd_setup::encode_port(port);
+        // Never blocks: an envd that stopped reading (frozen, stopped by
+        // its own root) fails the connection instead of hanging the server.
+        rustix::net::sendmsg(
+            &*control,
+            &[std::io::IoSlice::new(&message)],
+            &mut cmsgs,
+            SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
+        )?;
+        Ok(())
+    }
+}
+
+impl Drop for Anchor {
+    fn drop(&mut self) {
+        if self.direct {
+            // envd ends its processes when the control socket closes.
+            if let Ok(control) = self.control.get_mut() {
+                let _ = rustix::net::shutdown(&*control, rustix::net::Shutdown::Both);
+            }
+            for _ in 0..200 {
+                if !self.alive() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        // bwrap's init dies with it (--die-with-parent), and with init
+        // everything else in the sandbox's pid namespace.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(slirp) = self.slirp.as_mut() {
+            let _ = slirp.kill();
+            let _ = slirp.wait();
+        }
+    }
+}
+
+/// bubblewrap's arguments for a sandbox running envd from `envd` (a host
+/// file bound read-only at [`ENVD_PATH`]); the root filesystem's come
+/// after these.
+pub(super) fn bwrap_prefix(
+    cmd: &mut Command,
+    envd: &Path,
+    privileged: bool,
+    seccomp_fd: Option<i32>,
+) {
+    // bwrap tells the pid of the sandbox's init on stdout, then waits on
+    // stdin until the server has written the user namespace's maps.
+    cmd.args(["--unshare-user", "--info-fd", "1", "--userns-block-fd", "0"]);
+    if privileged {
+        // envd is the sandbox's root: capabilities in its own user
+        // namespace only, over nothing the namespace does not map.
+        cmd.args(["--cap-add", "ALL"]);
+    }
+    if let Some(fd) = seccomp_fd {
+        cmd.arg("--seccomp").arg(fd.to_string());
+    }
+    // Directories bubblewrap makes on its own are its user's alone (0700):
+    // the sandbox's root's now. Those `user` must cross are made first.
+    for dir in ["/opt", "/opt/e2b"] {
+        cmd.args(["--perms", "0755", "--dir", dir]);
+    }
+    cmd.arg("--ro-bind").arg(envd).arg(ENVD_PATH);
+}
+
+/// Reads `{"child-pid": N, …}` from bwrap's info fd (its stdout).
+fn read_child_pid(bwrap: &mut Child) -> Result<u32, String> {
+    let mut out = bwrap.stdout.take().ok_or("bwrap has no stdout")?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 512];
+    loop {
+        let n = out.read(&mut chunk).map_err(|e| e.to_string())?;
+        if n == 0 {
+            let mut err = String::new();
+            if let Some(stderr) = bwrap.stderr.take() {
+                let _ = stderr.take(4096).read_to_string(&mut err);
+            }
+            return Err(format!("bubblewrap failed: {}", err.trim()));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Ok(info) = serde_json::from_slice::<serde_json::Value>(&buf) {
+            return info["child-pid"]
+                .as_u64()
+                .and_then(|p| u32::try_from(p).ok())
+                .ok_or_else(|| format!("bubblewrap's info has no child-pid: {info}"));
+        }
+        if buf.len() > 64 << 10 {
+            return Err("bubblewrap's info is too long".into());
+        }
+    }
+}

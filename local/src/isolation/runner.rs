@@ -1,0 +1,386 @@
+//! One sandbox as the orchestrator holds it: its host resources, and its
+//! envd, started on first use and reached only through connections the
+//! server hands it.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use command_fds::FdMapping;
+use e2b_wire::envd_setup::{EnvdConfig, SandboxUser, Users, ENVD_PATH, PORT_OPEN};
+use e2b_wire::HOME_DIR;
+use tokio::io::AsyncReadExt;
+
+use super::anchor::{self, Anchor};
+use super::ids::{HostIds, IdBlocks};
+use super::limits::{Cgroup, Disk, Limits, Usage};
+use super::network::Internet;
+use super::{rootfs, Launcher, Provision, SANDBOX_PATH};
+use crate::paths::SandboxPaths;
+
+/// How long envd may take to take a connection (it starts in
+/// milliseconds; this bounds a sandbox that stopped serving).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Host resources a sandbox holds until it is destroyed.
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    pub block: Option<u32>,
+    pub disk: Option<Disk>,
+    pub cgroup: Option<Cgroup>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // The cgroup first (it must be empty: the sandbox is gone), then
+        // the disk, then the ids, which a new sandbox may then reuse.
+        self.cgroup.take();
+        self.disk.take();
+        if let Some(base) = self.block.take() {
+            IdBlocks::global().give_back(base);
+        }
+    }
+}
+
+/// Why a connection into a sandbox was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    /// Nothing listens on that port inside.
+    #[error("the port is not open")]
+    Closed,
+    /// The sandbox cannot be started, or its envd does not serve.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+/// One sandbox: its host side, and its envd once started.
+pub struct SandboxRunner {
+    launcher: Launcher,
+    paths: SandboxPaths,
+    /// The host ids of its users (`None` without isolation).
+    ids: Option<HostIds>,
+    internet: bool,
+    template_env: Option<PathBuf>,
+    config: EnvdConfig,
+    held: Mutex<Option<Held>>,
+    anchor: Mutex<Option<Anchor>>,
+}
+
+impl SandboxRunner {
+    pub(super) fn new(
+        launcher: Launcher,
+        p: Provision<'_>,
+        held: Held,
+        ids: Option<HostIds>,
+    ) -> Self {
+        let (template_env, internet, config) = match &launcher {
+            Launcher::Bwrap(iso) => {
+                let env = iso.rootfs.templates().get(p.template).map(PathBuf::from);
+                let path = match &env {
+                    Some(env) => format!("{}:{SANDBOX_PATH}", env.join("bin").display()),
+                    None => SANDBOX_PATH.to_string(),
+                };
+                let config = EnvdConfig {
+                    sandbox_id: p.id.to_string(),
+                    root: "/".into(),
+                    home: HOME_DIR.into(),
+                    path,
+                    env_vars: p.env_vars,
+                    users: if iso.privileged {
+                        Users::Both
+                    } else {
+                        Users::UserOnly
+                    },
+                    max_file_size: (!iso.disks).then(|| u64::from(iso.limits.disk_mb) << 20),
+                };
+                let internet = p.internet && matches!(iso.internet, Internet::Slirp(_));
+                (env, internet, config)
+            }
+            Launcher::None { .. } => {
+                let config = EnvdConfig {
+                    sandbox_id: p.id.to_string(),
+                    root: p.paths.root().to_string_lossy().into_owned(),
+                    home: p.paths.home().to_string_lossy().into_owned(),
+                    path: SANDBOX_PATH.into(),
+                    env_vars: p.env_vars,
+                    users: Users::Host,
+                    max_file_size: None,
+                };
+                (None, true, config)
+            }
+        };
+        Self {
+            launcher,
+            paths: p.paths,
+            ids,
+            internet,
+            template_env,
+            config,
+            held: Mutex::new(Some(held)),
+            anchor: Mutex::new(None),
+        }
+    }
+
+    /// What this sandbox may use.
+    pub fn limits(&self) -> Limits {
+        self.launcher.limits()
+    }
+
+    /// What its processes use now (nothing known without a cgroup), and
+    /// its writable filesystem's used and total bytes.
+    pub fn usage(&self) -> (Usage, Option<(u64, u64)>) {
+        let usage = self.with_cgroup(Cgroup::usage).unwrap_or_default();
+        let disk = rustix::fs::statvfs(self.paths.root()).ok().map(|s| {
+            let block = s.f_frsize.max(1);
+            let total = s.f_blocks * block;
+            (total.saturating_sub(s.f_bfree * block), total)
+        });
+        (usage, disk)
+    }
+
+    /// A connection to `port` inside the sandbox (envd's own, the code
+    /// interpreter's, or a program's on its loopback), starting the
+    /// sandbox if needed. What comes back is a socket the server made;
+    /// envd holds the other end.
+    pub async fn open_port(&self, port: u16) -> Result<tokio::net::UnixStream, PortError> {
+        let unavailable = |e: std::io::Error| PortError::Unavailable(e.to_string());
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(unavailable)?;
+        {
+            let mut slot = self.anchor.lock().map_err(|_| poisoned())?;
+            let anchor = self.started(&mut slot)?;
+            anchor.send_connection(port, &theirs).map_err(|e| {
+                PortError::Unavailable(format!("envd does not take connections: {e}"))
+            })?;
+        }
+        drop(theirs);
+        ours.set_nonblocking(true).map_err(unavailable)?;
+        let mut ours = tokio::net::UnixStream::from_std(ours).map_err(unavailable)?;
+        let mut status = [0u8; 1];
+        let answered = tokio::time::timeout(CONNECT_TIMEOUT, ours.read_exact(&mut status)).await;
+        match answered {
+            Ok(Ok(_)) if status[0] == PORT_OPEN => {
+                if let Ok(mut slot) = self.anchor.lock() {
+                    if let Some(anchor) = slot.as_mut() {
+                        anchor.serving();
+                    }
+                }
+                Ok(ours)
+            }
+            Ok(Ok(_)) => Err(PortError::Closed),
+            Ok(Err(_)) => {
+                let why = self
+                    .anchor
+                    .lock()
+                    .ok()
+                    .and_then(|mut slot| slot.as_mut().map(Anchor::failure))
+                    .filter(|why| !why.is_empty())
+                    .unwrap_or_else(|| "the sandbox's envd is not running".into());
+                Err(PortError::Unavailable(why))
+            }
+            Err(_) => Err(PortError::Unavailable(
+                "the sandbox's envd did not answer".into(),
+            )),
+        }
+    }
+
+    /// The running sandbox, started if it is not (or no longer) running.
+    fn started<'a>(&self, slot: &'a mut Option<Anchor>) -> Result<&'a mut Anchor, PortError> {
+        if slot.as_mut().is_some_and(|a| !a.alive()) {
+            slot.take();
+        }
+        if slot.is_none() {
+            let anchor = self.start().map_err(|e| {
+                tracing::warn!("cannot start a sandbox: {e}");
+                PortError::Unavailable(format!("the sandbox could not be started: {e}"))
+            })?;
+            *slot = Some(anchor);
+        }
+        slot.as_mut()
+            .ok_or_else(|| PortError::Unavailable("the sandbox stopped".into()))
+    }
+
+    fn start(&self) -> Result<Anchor, String> {
+        let iso = match &self.launcher {
+            Launcher::Bwrap(iso) => iso,
+            Launcher::None { envd } => {
+                let mut cmd = Command::new(envd);
+                cmd.env_clear()
+                    .env("PATH", SANDBOX_PATH)
+                    .current_dir(self.paths.root());
+                std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+                return Anchor::start(cmd, &self.config, false, Vec::new(), |_| Ok(()));
+            }
+        };
+        let mut cmd = Command::new(&iso.bwrap);
+        anchor::bwrap_prefix(&mut cmd, &iso.envd, iso.privileged, None);
+        iso.rootfs
+            .add_bwrap_args(&mut cmd, &self.paths, self.template_env.as_deref());
+        cmd.args([
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-net",
+        ]);
+        cmd.args(["--hostname", rootfs::HOSTNAME]);
+        cmd.args(["--die-with-parent", "--new-session", "--chdir", "/"]);
+        cmd.args(["--", ENVD_PATH]);
+        cmd.env_clear().env("PATH", SANDBOX_PATH);
+        cmd.current_dir("/");
+        let ids = self.ids.ok_or("a sandbox without ids")?;
+        if iso.privileged {
+            // bubblewrap, and so envd, runs as the block's first id: the
+            // sandbox's root, never a host id with any privilege.
+            let (uid, gid) = ids.host(SandboxUser::Root).unwrap_or(ids.anchor());
+            std::os::unix::process::CommandExt::uid(&mut cmd, uid);
+            std::os::unix::process::CommandExt::gid(&mut cmd, gid);
+        }
+        let extra: Vec<FdMapping> = Vec::new();
+        let mut anchor = Anchor::start(cmd, &self.config, true, extra, |init| {
+            let maps = ids.maps();
+            let write = |file: &str, content: &str| {
+                std::fs::write(format!("/proc/{init}/{file}"), content)
+                    .map_err(|e| format!("writing the sandbox's {file}: {e}"))
+            };
+            write("uid_map", &maps.uid_map)?;
+            if maps.deny_setgroups {
+                write("setgroups", "deny\n")?;
+            }
+            write("gid_map", &maps.gid_map)?;
+            // Before anything runs inside: every process of the sandbox is
+            // envd's descendant and inherits the group.
+            if let Some(Err(e)) = self.with_cgroup(|cgroup| cgroup.add(init)) {
+                return Err(format!("joining the sandbox's cgroup: {e}"));
+            }
+            Ok(())
+        })?;
+        if self.internet {
+            // slirp4netns runs as the namespace's owner, the sandbox's root
+            // (never host root), to configure the sandbox's network.
+            let owner = iso
+                .privileged
+                .then(|| ids.host(SandboxUser::Root))
+                .flatten();
+            match iso.internet.attach(anchor.init, owner) {
+                Ok(child) => anchor.slirp = Some(child),
+                Err(e) => tracing::warn!("sandbox without internet: {e}"),
+            }
+        }
+        Ok(anchor)
+    }
+
+    /// Runs `script` with `sh -c` as `user` and says whether it exited 0
+    /// (the server's self-test).
+    pub async fn run_once(&self, script: &str) -> Result<bool, String> {
+        use e2b_wire::connect::{encode_envelope, EnvelopeDecoder};
+        use e2b_wire::process::{ProcessEvent, ProcessEventMessage};
+        use http_body_util::BodyExt;
+        let stream = self
+            .open_port(e2b_wire::ENVD_PORT)
+            .await
+            .map_err(|e| e.to_string())?;
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| e.to_string())?;
+        tokio::spawn(conn);
+        let start = serde_json::json!({
+            "process": {"cmd": "/bin/sh", "args": ["-c", script]},
+        });
+        let body = encode_envelope(0, start.to_string().as_bytes());
+        let request = http::Request::post(e2b_wire::process::START_PATH)
+            .header(http::header::HOST, "envd")
+            .header(
+                http::header::CONTENT_TYPE,
+                e2b_wire::connect::CONTENT_TYPE_STREAM,
+            )
+            .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+            .map_err(|e| e.to_string())?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let bytes = tokio::time::timeout(Duration::from_secs(30), response.into_body().collect())
+            .await
+            .map_err(|_| "the command did not finish".to_string())?
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        let mut decoder = EnvelopeDecoder::new(1 << 20);
+        decoder.push(&bytes);
+        while let Ok(Some(envelope)) = decoder.next_envelope() {
+            if let Ok(ProcessEventMessage {
+                event: ProcessEvent::End(end),
+            }) = serde_json::from_slice(&envelope.payload)
+            {
+                return Ok(end.exited && end.exit_code == 0);
+            }
+        }
+        Err(format!(
+            "envd's answer has no end: {}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(512)])
+        ))
+    }
+
+    /// Freezes every process of the sandbox in its cgroup (a pause that
+    /// keeps memory). False when it cannot: no cgroup freezer here, or the
+    /// freeze did not settle (then nothing stays frozen).
+    pub fn freeze(&self) -> bool {
+        self.with_cgroup(|cgroup| {
+            if !cgroup.can_freeze() {
+                return false;
+            }
+            match cgroup.set_frozen(true) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!("cannot freeze the sandbox: {e}");
+                    let _ = cgroup.set_frozen(false);
+                    false
+                }
+            }
+        })
+        .unwrap_or(false)
+    }
+
+    /// Thaws what [`Self::freeze`] froze (nothing when nothing is frozen).
+    pub fn thaw(&self) {
+        self.with_cgroup(|cgroup| {
+            if cgroup.can_freeze() {
+                if let Err(e) = cgroup.set_frozen(false) {
+                    tracing::warn!("cannot thaw the sandbox: {e}");
+                }
+            }
+        });
+    }
+
+    fn with_cgroup<T>(&self, f: impl FnOnce(&Cgroup) -> T) -> Option<T> {
+        let held = self.held.lock().ok()?;
+        held.as_ref()?.cgroup.as_ref().map(f)
+    }
+
+    /// Stops the sandbox: envd and every process die. Its files, ids,
+    /// cgroup and disk stay; the next connection starts it anew.
+    pub fn stop(&self) {
+        // Frozen processes would not die.
+        self.thaw();
+        let anchor = self.anchor.lock().ok().and_then(|mut s| s.take());
+        drop(anchor);
+    }
+
+    /// Gives back what the sandbox holds on the host (cgroup, disk, ids);
+    /// before its directory is removed.
+    pub fn release(&self) {
+        self.stop();
+        let held = self.held.lock().ok().and_then(|mut h| h.take());
+        drop(held);
+    }
+}
+
+impl Drop for SandboxRunner {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+fn poisoned() -> PortError {
+    PortError::Unavailable("sandbox state poisoned".into())
+}
