@@ -22,6 +22,7 @@ pub mod ids;
 pub mod limits;
 pub mod network;
 pub mod rootfs;
+pub mod seccomp;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
