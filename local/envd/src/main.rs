@@ -29,11 +29,30 @@ use std::process::ExitCode;
 
 use e2b_wire::envd_setup::CONTROL_FD;
 
-fn main() -> ExitCode {
-    // SAFETY: the orchestrator starts envd with its control socket as this
-    // descriptor and nothing else owns it in this process.
+/// Whether `fd` is an open socket.
+fn is_socket(fd: i32) -> bool {
+    // SAFETY: borrowed only for this fstat; an fd that is not open fails it.
     #[allow(unsafe_code)]
-    let control = unsafe { OwnedFd::from_raw_fd(CONTROL_FD) };
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    fd >= 0
+        && rustix::fs::fstat(borrowed).is_ok_and(|st| {
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Socket
+        })
+}
+
+fn main() -> ExitCode {
+    let fd = std::env::args()
+        .nth(1)
+        .map_or(Ok(CONTROL_FD), |arg| arg.parse::<i32>());
+    let Some(fd) = fd.ok().filter(|fd| is_socket(*fd)) else {
+        control::say(&"usage: envd [CONTROL-FD]: the orchestrator's control socket");
+        return ExitCode::FAILURE;
+    };
+    // SAFETY: the orchestrator starts envd with its control socket as this
+    // descriptor (checked to be a socket), and nothing else in this process
+    // owns it.
+    #[allow(unsafe_code)]
+    let control = unsafe { OwnedFd::from_raw_fd(fd) };
     let config = match control::read_config(&control) {
         Ok(config) => config,
         Err(e) => {

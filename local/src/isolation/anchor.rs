@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
-use command_fds::{CommandFdExt, FdMapping};
-use e2b_wire::envd_setup::{self, EnvdConfig, CONTROL_FD, ENVD_PATH};
+use command_fds::CommandFdExt;
+use e2b_wire::envd_setup::{self, EnvdConfig, ENVD_PATH};
 use rustix::net::{
     AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
@@ -32,14 +32,14 @@ pub(super) struct Anchor {
 }
 
 impl Anchor {
-    /// Starts `cmd` (bubblewrap or envd) with envd's control socket and
+    /// Starts `cmd` (bubblewrap ending in envd's path, or envd) with
+    /// envd's control socket, whose number becomes envd's argument, and
     /// sends it `config`; `on_spawn` runs while bubblewrap waits for its
     /// user namespace (the maps, the cgroup), given bwrap's init pid.
     pub fn start(
         mut cmd: Command,
         config: &EnvdConfig,
         bwrap: bool,
-        extra_fds: Vec<FdMapping>,
         on_spawn: impl FnOnce(u32) -> Result<(), String>,
     ) -> Result<Anchor, String> {
         let (ours, theirs) = rustix::net::socketpair(
@@ -49,13 +49,8 @@ impl Anchor {
             None,
         )
         .map_err(|e| format!("cannot make envd's control socket: {e}"))?;
-        let mut fds = vec![FdMapping {
-            parent_fd: theirs,
-            child_fd: CONTROL_FD,
-        }];
-        fds.extend(extra_fds);
-        cmd.fd_mappings(fds)
-            .map_err(|_| "envd's descriptors collide".to_string())?;
+        let control_fd = pass_fd(&mut cmd, theirs);
+        cmd.arg(control_fd.to_string());
         let message = serde_json::to_vec(config).map_err(|e| e.to_string())?;
         if message.len() > envd_setup::MAX_CONFIG_BYTES {
             return Err(format!(
@@ -175,6 +170,17 @@ impl Drop for Anchor {
     }
 }
 
+/// Hands `fd` to the child `cmd` starts, at the same number (returned),
+/// without letting any other child inherit it: the parent's copy keeps
+/// `FD_CLOEXEC`, the child's loses it between fork and exec (bubblewrap
+/// passes it on to envd). The command owns the fd until it is dropped.
+pub(super) fn pass_fd(cmd: &mut Command, fd: OwnedFd) -> std::os::fd::RawFd {
+    use std::os::fd::AsRawFd;
+    let n = fd.as_raw_fd();
+    cmd.preserved_fds(vec![fd]);
+    n
+}
+
 /// bubblewrap's arguments for a sandbox running envd from `envd` (a host
 /// file bound read-only at [`ENVD_PATH`]); the root filesystem's come
 /// after these.
@@ -182,8 +188,7 @@ pub(super) fn bwrap_prefix(
     cmd: &mut Command,
     envd: &Path,
     privileged: bool,
-    seccomp_fd: Option<i32>,
-) {
+) -> std::io::Result<()> {
     // bwrap tells the pid of the sandbox's init on stdout, then waits on
     // stdin until the server has written the user namespace's maps.
     cmd.args(["--unshare-user", "--info-fd", "1", "--userns-block-fd", "0"]);
@@ -192,15 +197,14 @@ pub(super) fn bwrap_prefix(
         // namespace only, over nothing the namespace does not map.
         cmd.args(["--cap-add", "ALL"]);
     }
-    if let Some(fd) = seccomp_fd {
-        cmd.arg("--seccomp").arg(fd.to_string());
-    }
+    super::seccomp::add_to_bwrap(cmd)?;
     // Directories bubblewrap makes on its own are its user's alone (0700):
     // the sandbox's root's now. Those `user` must cross are made first.
     for dir in ["/opt", "/opt/e2b"] {
         cmd.args(["--perms", "0755", "--dir", dir]);
     }
     cmd.arg("--ro-bind").arg(envd).arg(ENVD_PATH);
+    Ok(())
 }
 
 /// Reads `{"child-pid": N, …}` from bwrap's info fd (its stdout).

@@ -22,6 +22,7 @@ pub mod limits;
 pub mod network;
 pub mod rootfs;
 mod runner;
+pub mod seccomp;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -153,7 +154,7 @@ impl Launcher {
         match self {
             Launcher::None { .. } => "isolation: NONE (--no-isolation)".into(),
             Launcher::Bwrap(i) => format!(
-                "isolation: bubblewrap, envd inside; users: {}; limits: {}; disk: {}; network: {}; {}",
+                "isolation: bubblewrap, envd inside; users: {}; limits: {}; disk: {}; network: {}; {}; {}",
                 if i.privileged {
                     "a subordinate uid block per sandbox"
                 } else {
@@ -167,6 +168,7 @@ impl Launcher {
                 },
                 i.internet.describe(),
                 i.rootfs.templates().describe(),
+                seccomp::describe(),
             ),
         }
     }

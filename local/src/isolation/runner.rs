@@ -7,7 +7,6 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use command_fds::FdMapping;
 use e2b_wire::envd_setup::{EnvdConfig, SandboxUser, Users, ENVD_PATH, PORT_OPEN};
 use e2b_wire::HOME_DIR;
 use tokio::io::AsyncReadExt;
@@ -209,11 +208,12 @@ impl SandboxRunner {
                     .env("PATH", SANDBOX_PATH)
                     .current_dir(self.paths.root());
                 std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-                return Anchor::start(cmd, &self.config, false, Vec::new(), |_| Ok(()));
+                return Anchor::start(cmd, &self.config, false, |_| Ok(()));
             }
         };
         let mut cmd = Command::new(&iso.bwrap);
-        anchor::bwrap_prefix(&mut cmd, &iso.envd, iso.privileged, None);
+        anchor::bwrap_prefix(&mut cmd, &iso.envd, iso.privileged)
+            .map_err(|e| format!("cannot set up the seccomp filter: {e}"))?;
         iso.rootfs
             .add_bwrap_args(&mut cmd, &self.paths, self.template_env.as_deref());
         cmd.args([
@@ -235,8 +235,7 @@ impl SandboxRunner {
             std::os::unix::process::CommandExt::uid(&mut cmd, uid);
             std::os::unix::process::CommandExt::gid(&mut cmd, gid);
         }
-        let extra: Vec<FdMapping> = Vec::new();
-        let mut anchor = Anchor::start(cmd, &self.config, true, extra, |init| {
+        let mut anchor = Anchor::start(cmd, &self.config, true, |init| {
             let maps = ids.maps();
             let write = |file: &str, content: &str| {
                 std::fs::write(format!("/proc/{init}/{file}"), content)
