@@ -1,8 +1,8 @@
 //! The contract between the local server's orchestrator (host side) and the
 //! envd it starts as the first process inside each sandbox.
 //!
-//! The orchestrator hands envd one `SOCK_SEQPACKET` socket as file
-//! descriptor [`CONTROL_FD`]. Its first message is an [`EnvdConfig`] in
+//! The orchestrator hands envd one `SOCK_SEQPACKET` socket, whose file
+//! descriptor number is envd's one argument ([`CONTROL_FD`] without one). Its first message is an [`EnvdConfig`] in
 //! JSON; every later message is a [`port`](encode_port) with one stream
 //! socket attached (`SCM_RIGHTS`), the sandbox side of a connection the
 //! edge opened for a client: envd serves it itself ([`crate::ENVD_PORT`],
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// envd's control socket, as its file descriptor number.
+/// envd's control socket's file descriptor when envd gets no argument.
 pub const CONTROL_FD: i32 = 3;
 /// The largest configuration message.
 pub const MAX_CONFIG_BYTES: usize = 1 << 20;

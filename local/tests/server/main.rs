@@ -2,6 +2,7 @@
 //! TTLs, fault injection, and the official Python and JavaScript SDKs'
 //! conformance scenarios.
 
+mod boundary;
 mod common;
 mod conformance;
 mod conformance_js;

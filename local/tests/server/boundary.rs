@@ -1,0 +1,281 @@
+//! The boundary invariant: nothing on the host side takes its environment,
+//! a path to follow, a mount or a privilege from the sandbox. Each test is
+//! an attack that once worked (issue 25) or the property that stops it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::common::{run, start, stderr_of, stdout_of, Harness, Sbx};
+
+/// A shared library whose constructor creates `marker` (an absolute path):
+/// wherever it is loaded, that file appears in that process's filesystem.
+/// It is also an audit library (`la_version`), so `LD_AUDIT` loads it too.
+fn marking_library(dir: &Path, marker: &str) -> Vec<u8> {
+    let source = dir.join("mark.c");
+    std::fs::write(
+        &source,
+        format!(
+            "#include <fcntl.h>\n#include <unistd.h>\n\
+             unsigned int la_version(unsigned int v) {{ return v; }}\n\
+             __attribute__((constructor)) static void mark(void) {{\n\
+               int fd = open(\"{marker}\", O_WRONLY | O_CREAT | O_APPEND, 0644);\n\
+               if (fd >= 0) {{ (void)write(fd, \"loaded\\n\", 7); close(fd); }}\n\
+             }}\n"
+        ),
+    )
+    .unwrap();
+    let library = dir.join("mark.so");
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .status()
+        .expect("a C compiler (cc) for the test library");
+    assert!(status.success());
+    std::fs::read(library).unwrap()
+}
+
+/// A path no other test uses, for a marker file.
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("/tmp/{prefix}-{}-{nanos:x}", std::process::id())
+}
+
+async fn upload(h: &Harness, sbx: &Sbx, path: &str, user: &str, body: Vec<u8>) -> (u16, String) {
+    let resp = h
+        .sandbox(
+            sbx,
+            49983,
+            Method::POST,
+            &format!("/files?path={path}&username={user}"),
+        )
+        .header("content-type", "application/octet-stream")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    (
+        resp.status().as_u16(),
+        resp.text().await.unwrap_or_default(),
+    )
+}
+
+/// A command with `envs` for that command only.
+async fn run_with(h: &Harness, sbx: &Sbx, cmd: &str, envs: Value) -> (Vec<Value>, Value) {
+    h.stream(
+        sbx,
+        "/process.Process/Start",
+        json!({"process": {"cmd": "/bin/bash", "args": ["-c", cmd], "envs": envs}}),
+        &[],
+    )
+    .await
+}
+
+/// The host pid of the process of this server whose command line is
+/// exactly `argv` (a sandbox's process, as the host sees it).
+fn host_pid_of(argv: &[&str]) -> Option<u32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        (std::fs::read(e.path().join("cmdline")).ok()? == want).then_some(pid)
+    })
+}
+
+/// `LD_PRELOAD` and `LD_AUDIT` from a sandbox (a command's `envs`, the
+/// sandbox's `envVars`) name a library the sandbox wrote, also through
+/// `/proc/<host pid>/root`, the path a host process would follow: the
+/// library loads in the sandbox's commands, never in a host process.
+#[tokio::test]
+async fn preload_libraries_from_a_sandbox_load_only_inside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = unique("e2b-boundary-preload");
+    let library = marking_library(dir.path(), &marker);
+    let h = start().await;
+    let a = h.create_default().await;
+    assert_eq!(
+        upload(&h, &a, "/home/user/e.so", "user", library.clone())
+            .await
+            .0,
+        200
+    );
+    let (_, end) = run(&h, &a, "sleep 987601 > /dev/null 2>&1 &").await;
+    assert_eq!(end, json!({}));
+    let pid = {
+        let until = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Some(pid) = host_pid_of(&["sleep", "987601"]) {
+                break pid;
+            }
+            assert!(Instant::now() < until, "the sandbox's sleep never showed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let through_host = format!("/proc/{pid}/root/home/user/e.so");
+    let inside = "/home/user/e.so";
+
+    // A command's envs, both variables, both paths.
+    for var in ["LD_PRELOAD", "LD_AUDIT"] {
+        for path in [inside, through_host.as_str()] {
+            let (events, end) = run_with(&h, &a, "true", json!({ var: path })).await;
+            assert_eq!(end, json!({}), "{var}={path}: {}", stderr_of(&events));
+            assert!(
+                !Path::new(&marker).exists(),
+                "{var}={path} from a command's envs loaded on the host"
+            );
+        }
+    }
+    // It did load inside, for the command that asked: the sandbox's /tmp.
+    let (events, _) = run(&h, &a, &format!("cat {marker}")).await;
+    assert!(
+        stdout_of(&events).contains("loaded"),
+        "the library never loaded in the sandbox: {}",
+        stderr_of(&events)
+    );
+
+    // A sandbox's envVars, naming the first sandbox's library through
+    // the host's /proc: what starts that sandbox must not load it.
+    let b = h
+        .create(json!({
+            "templateID": "base",
+            "envVars": {"LD_PRELOAD": through_host, "LD_AUDIT": through_host},
+        }))
+        .await;
+    let (events, end) = run(&h, &b, "echo ran").await;
+    assert_eq!(stdout_of(&events), "ran\n", "{end} {}", stderr_of(&events));
+    assert!(
+        !Path::new(&marker).exists(),
+        "a sandbox's envVars loaded a library on the host"
+    );
+    // envVars do reach the sandbox's own commands.
+    let c = h
+        .create(json!({"templateID": "base", "envVars": {"LD_PRELOAD": inside}}))
+        .await;
+    assert_eq!(upload(&h, &c, inside, "user", library).await.0, 200);
+    let (events, _) = run(&h, &c, &format!("cat {marker}")).await;
+    assert!(
+        stdout_of(&events).contains("loaded"),
+        "{}",
+        stderr_of(&events)
+    );
+    assert!(!Path::new(&marker).exists());
+    h.server.shutdown().await;
+}
+
+/// Sandbox root may remount the read-only `/usr` writable (the mount is
+/// its own), yet neither it nor the files API (as root, directly or
+/// through a symlink) changes a host file: the file's owner is not mapped
+/// in the sandbox's user namespace, and envd acts only inside it.
+#[tokio::test]
+async fn host_files_stay_unwritable_after_sandbox_root_remounts_usr() {
+    if !rustix::process::getuid().is_root() {
+        eprintln!("skipped: sandboxes have a root only on a server run as root");
+        return;
+    }
+    let host_dir = PathBuf::from("/usr/local/share");
+    std::fs::create_dir_all(&host_dir).unwrap();
+    let name = format!("e2b-boundary-{}", std::process::id());
+    let host_file = host_dir.join(&name);
+    std::fs::write(&host_file, "host\n").unwrap();
+    let guard = RemoveOnDrop(host_file.clone());
+    let inside = format!("/usr/local/share/{name}");
+
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let (events, end) = h
+        .stream(
+            &sbx,
+            "/process.Process/Start",
+            json!({"process": {"cmd": "/bin/bash", "args": ["-c", format!(
+                "mount -o remount,bind,rw /usr && echo remounted; \
+                 echo pwned > {inside}; echo pwned >> {inside}; \
+                 ln -s {inside} /home/user/link; cat {inside}"
+            )]}}),
+            &[("authorization", "Basic cm9vdDo=")],
+        )
+        .await;
+    assert!(
+        stdout_of(&events).contains("remounted"),
+        "sandbox root could not remount /usr, so this proves nothing: {end} {}",
+        stderr_of(&events)
+    );
+    assert!(
+        stderr_of(&events).contains("Permission denied"),
+        "{}",
+        stderr_of(&events)
+    );
+
+    for path in [inside.as_str(), "/home/user/link"] {
+        let (status, body) = upload(&h, &sbx, path, "root", b"pwned\n".to_vec()).await;
+        assert!(status >= 400, "the files API wrote {path}: {status} {body}");
+    }
+    assert_eq!(std::fs::read_to_string(&host_file).unwrap(), "host\n");
+    h.server.shutdown().await;
+    drop(guard);
+}
+
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// envd reaps what it starts: a killed process is gone, not a zombie that
+/// `kill -0` still finds.
+#[tokio::test]
+async fn a_killed_process_is_reaped() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let mut resp = h
+        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
+        .header("content-type", "application/connect+json")
+        .body(e2b_wire::connect::encode_envelope(
+            0,
+            json!({"process": {"cmd": "sleep", "args": ["987603"]}})
+                .to_string()
+                .as_bytes(),
+        ))
+        .send()
+        .await
+        .unwrap();
+    let first = resp.chunk().await.unwrap().unwrap();
+    let (start_events, _) = crate::common::parse_stream(&first);
+    let pid = start_events[0]["event"]["start"]["pid"].as_u64().unwrap();
+    let (status, v) = h
+        .unary(
+            &sbx,
+            "/process.Process/SendSignal",
+            json!({"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    drop(resp);
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (events, _) = run(
+            &h,
+            &sbx,
+            &format!("kill -0 {pid} 2>/dev/null && echo alive || echo gone"),
+        )
+        .await;
+        if stdout_of(&events) == "gone\n" {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "pid {pid} still answers kill -0 after SIGKILL (a zombie nobody reaped)"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    h.server.shutdown().await;
+}
