@@ -21,7 +21,8 @@
 
 use crate::args::{Offsets, StopSignal};
 use crate::errors::{ErrorKind, Failure};
-use crate::redact::Secrets;
+use crate::redact::{Secrets, REDACTED};
+use std::ops::Range;
 
 /// Where each wrapped process keeps `start`, `stdout`, `stderr`, `exit`.
 pub const LOG_DIR: &str = "/tmp/.e2b-tools/background";
@@ -61,20 +62,49 @@ code() {{ local c=-; [ -r "$d/exit" ] && read -r c < "$d/exit"; [[ $c =~ ^-?[0-9
     )
 }
 
-/// Prints `STATE CODE STDOUT_SIZE STDERR_SIZE`, then up to `limit` bytes of
-/// each stream from `since` in base64, one line each.
-pub fn output_script(pid: u32, since: Offsets, limit: usize) -> String {
+/// How many bytes the output script reads on each side of a page:
+/// enough to hold all of a secret but one byte, so that a secret the
+/// model-chosen page boundaries cut is still recognised (and masked) in
+/// the page.
+pub fn context_bytes(secrets: &Secrets) -> usize {
+    secrets.longest().saturating_sub(1)
+}
+
+/// The byte range `[start, end)` of a `size`-byte stream that the output
+/// script reads for a page of at most `limit` bytes from `since`: the page
+/// and `context` bytes on either side, within the stream. The script
+/// computes the same in bash.
+fn window(since: u64, size: u64, limit: usize, context: usize) -> (u64, u64) {
+    let start = since.saturating_sub(context as u64);
+    let end = since
+        .saturating_add(limit as u64)
+        .saturating_add(context as u64)
+        .min(size);
+    (start, end.max(start))
+}
+
+/// Prints `STATE CODE STDOUT_SIZE STDERR_SIZE`, then, for each stream, in
+/// base64 on a line of its own, its bytes from `context` before `since` to
+/// `context` after the page of `limit` bytes there (see [`window`]).
+pub fn output_script(pid: u32, since: Offsets, limit: usize, context: usize) -> String {
     let Offsets { stdout, stderr } = since;
     format!(
         r#"{common}s=exited; c=-; [ "$(st {pid})" = "$s0" ] && s=running
 [ $s = exited ] && c=$(code)
 so=$(wc -c < "$d/stdout" 2>/dev/null) || so=0; se=$(wc -c < "$d/stderr" 2>/dev/null) || se=0
 echo "$s $c $so $se"
-chunk() {{ local n=$(( $3 - $2 )); (( n > {limit} )) && n={limit}; if (( n > 0 )); then tail -c +$(( $2 + 1 )) "$1" | head -c $n | base64 | tr -d '\n'; fi; echo; }}
+chunk() {{ local a=$(( $2 - {context} )) b=$(( $2 + {limit} + {context} )); (( a < 0 )) && a=0; (( b > $3 )) && b=$3; if (( b > a )); then tail -c +$(( a + 1 )) "$1" | head -c $(( b - a )) | base64 | tr -d '\n'; fi; echo; }}
 chunk "$d/stdout" {stdout} "$so"; chunk "$d/stderr" {stderr} "$se"
 "#,
         common = common(pid),
     )
+}
+
+/// The most the output script prints for a page of `limit` bytes with
+/// `context` bytes either side: the header and two base64 lines.
+pub fn output_answer_bound(limit: usize, context: usize) -> usize {
+    let window = limit.saturating_add(context.saturating_mul(2));
+    (window / 3 + 1).saturating_mul(4).saturating_mul(2) + 256
 }
 
 /// Sends `signal` to the process and its descendants at once, waits up to
@@ -218,8 +248,25 @@ pub fn parse_output(
             ));
         }
     }
-    let (stdout, next_out) = field(lines.next(), since.stdout, out_size, limit, secrets)?;
-    let (stderr, next_err) = field(lines.next(), since.stderr, err_size, limit, secrets)?;
+    // A stream is complete when nothing more can be written to it: the
+    // process is gone, or the wrapper's cap is reached.
+    let complete = |size: u64| state == ProcessState::Exited || size >= LOG_CAP_BYTES;
+    let (stdout, next_out) = field(
+        lines.next(),
+        since.stdout,
+        out_size,
+        limit,
+        complete(out_size),
+        secrets,
+    )?;
+    let (stderr, next_err) = field(
+        lines.next(),
+        since.stderr,
+        err_size,
+        limit,
+        complete(err_size),
+        secrets,
+    )?;
     Ok(ProcessOutput {
         pid,
         state,
@@ -236,36 +283,74 @@ pub fn parse_output(
     })
 }
 
-/// One stream's chunk (`line`, base64) read from `offset` of `size`
-/// bytes: its text cut at a whole character, redacted, with the
-/// truncation marker for what follows it, and the offset after it.
+/// One stream's page: `line` is the base64 of the [`window`] the script
+/// read around the page from `offset` of `size` bytes. Returns the page's
+/// text, cut at a whole character, with every byte that belongs to a
+/// secret in the window masked, and the truncation marker for what follows
+/// it; and the offset after it.
+///
+/// Secrets are looked for in the whole window, not the page alone: the
+/// model picks `offset` and the limit cuts the page, so either edge may
+/// fall inside a secret, and a page redacted on its own would show the
+/// pieces. Where the bytes after the window are not known yet (a running
+/// process, or a window shorter than asked) and a secret may begin in the
+/// page and run past them, the page ends before it; `complete` says the
+/// stream can grow no more.
 fn field(
     line: Option<&str>,
     offset: u64,
     size: u64,
     limit: usize,
+    complete: bool,
     secrets: &Secrets,
 ) -> Result<(String, u64), Failure> {
     use base64::Engine as _;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(line.unwrap_or_default().trim())
         .map_err(|_| malformed())?;
-    let remaining = size - offset;
-    if bytes.len() > limit || bytes.len() as u64 > remaining {
+    let context = context_bytes(secrets);
+    let (start, end) = window(offset, size, limit, context);
+    // The window starts where asked (`tail -c`); it holds no more than
+    // asked, and the bytes before `offset` (which exist: it is within
+    // `size`).
+    let lead = (offset - start) as usize;
+    if bytes.len() as u64 > end - start || bytes.len() < lead {
         return Err(malformed());
     }
-    let more = (bytes.len() as u64) < remaining;
-    let cut = if more {
-        whole_chars(&bytes)
-    } else {
-        bytes.len()
-    };
-    let mut text = secrets.redact(&String::from_utf8_lossy(&bytes[..cut]));
-    let shown = cut as u64;
-    if shown < remaining {
-        text.push_str(&crate::truncate::marker(remaining - shown));
+    let mut page_end = lead + limit.min(bytes.len() - lead);
+    let tail_known = complete && start + bytes.len() as u64 == size;
+    if !tail_known && bytes.len() - page_end < context {
+        if let Some(pending) = secrets.pending_start(&bytes) {
+            page_end = page_end.min(pending.max(lead));
+        }
     }
-    Ok((text, offset + shown))
+    let remaining = size - offset;
+    let mut shown = page_end - lead;
+    if (shown as u64) < remaining {
+        shown = whole_chars(&bytes[lead..page_end]);
+    }
+    let mut text = masked(&bytes, lead..lead + shown, &secrets.covered(&bytes));
+    if (shown as u64) < remaining {
+        text.push_str(&crate::truncate::marker(remaining - shown as u64));
+    }
+    Ok((text, offset + shown as u64))
+}
+
+/// The text of `bytes[page]`, each run of bytes within `covered` (sorted,
+/// disjoint ranges of `bytes`) replaced by one [`REDACTED`].
+fn masked(bytes: &[u8], page: Range<usize>, covered: &[Range<usize>]) -> String {
+    let mut text = String::new();
+    let mut at = page.start;
+    for secret in covered {
+        if secret.end <= at || secret.start >= page.end {
+            continue;
+        }
+        text.push_str(&String::from_utf8_lossy(&bytes[at..secret.start.max(at)]));
+        text.push_str(REDACTED);
+        at = secret.end.min(page.end);
+    }
+    text.push_str(&String::from_utf8_lossy(&bytes[at..page.end]));
+    text
 }
 
 /// The length of the longest prefix of `bytes` that does not end inside a
@@ -325,6 +410,158 @@ mod tests {
     fn b64(s: &[u8]) -> String {
         use base64::Engine as _;
         base64::engine::general_purpose::STANDARD.encode(s)
+    }
+
+    const KEY: &str = "e2b_0123456789abcdefghij";
+
+    /// What the output script prints for these streams: the header, then
+    /// each stream's [`window`] around the page, in base64.
+    fn answer(state: &str, out: &[u8], err: &[u8], since: Offsets, limit: usize) -> String {
+        let context = context_bytes(&Secrets::new([KEY]));
+        let chunk = |data: &[u8], since: u64| {
+            let (start, end) = window(since, data.len() as u64, limit, context);
+            b64(&data[start as usize..end as usize])
+        };
+        format!(
+            "{state} {} {} {}\n{}\n{}\n",
+            if state == "exited" { "0" } else { "-" },
+            out.len(),
+            err.len(),
+            chunk(out, since.stdout),
+            chunk(err, since.stderr)
+        )
+    }
+
+    /// Every 8-byte piece of the key found in `text`.
+    fn key_pieces(text: &str) -> Vec<&'static str> {
+        (0..=KEY.len() - 8)
+            .map(|i| &KEY[i..i + 8])
+            .filter(|piece| text.contains(piece))
+            .collect()
+    }
+
+    #[test]
+    fn a_page_cut_anywhere_across_a_secret_shows_no_piece_of_it() {
+        let secrets = Secrets::new([KEY]);
+        let stream = format!("before {KEY} after").into_bytes();
+        let key_at = "before ".len();
+        let other = b"nothing to hide".as_slice();
+        for state in ["running", "exited"] {
+            // A page from every offset before or in the key to every
+            // offset in or after it, on stdout and on stderr.
+            for from in key_at - 2..key_at + KEY.len() {
+                for to in from + 1..=key_at + KEY.len() + 2 {
+                    let limit = to - from;
+                    let (on_out, on_err) = (
+                        Offsets {
+                            stdout: from as u64,
+                            stderr: 0,
+                        },
+                        Offsets {
+                            stdout: 0,
+                            stderr: from as u64,
+                        },
+                    );
+                    for (since, text) in [
+                        (on_out, answer(state, &stream, other, on_out, limit)),
+                        (on_err, answer(state, other, &stream, on_err, limit)),
+                    ] {
+                        let out = parse_output(9, &text, since, limit, &secrets).unwrap();
+                        let (page, next) = if since == on_out {
+                            (&out.stdout, out.next_since.stdout)
+                        } else {
+                            (&out.stderr, out.next_since.stderr)
+                        };
+                        let pieces = key_pieces(page);
+                        assert!(pieces.is_empty(), "{state} {from}..{to}: {page}");
+                        // The offset moves on by the page, no more, no less.
+                        assert_eq!(next, to as u64, "{state} {from}..{to}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pages_in_a_row_cover_the_stream_and_hide_only_the_secret() {
+        let secrets = Secrets::new([KEY]);
+        let stream = format!("before {KEY} after {KEY}").into_bytes();
+        for limit in 1..=30 {
+            let (mut since, mut shown) = (Offsets::default(), String::new());
+            while since.stdout < stream.len() as u64 {
+                let text = answer("exited", &stream, b"", since, limit);
+                let out = parse_output(9, &text, since, limit, &secrets).unwrap();
+                assert!(out.next_since.stdout > since.stdout, "limit {limit}");
+                let rest = stream.len() as u64 - out.next_since.stdout;
+                let page = if rest > 0 {
+                    let marker = crate::truncate::marker(rest);
+                    out.stdout.strip_suffix(&marker).unwrap().to_string()
+                } else {
+                    out.stdout.clone()
+                };
+                shown.push_str(&page);
+                since = out.next_since;
+            }
+            assert!(key_pieces(&shown).is_empty(), "limit {limit}: {shown}");
+            assert_eq!(
+                shown.replace(REDACTED, ""),
+                "before  after ",
+                "limit {limit}: {shown}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_running_process_that_has_printed_part_of_a_secret_shows_none_of_it() {
+        let secrets = Secrets::new([KEY]);
+        let whole = format!("key: {KEY} done");
+        for printed in "key: ".len()..=whole.len() {
+            for limit in [4, 9, 100] {
+                // The page as far as the process got, from every offset.
+                for from in 0..printed {
+                    let since = Offsets {
+                        stdout: from as u64,
+                        stderr: 0,
+                    };
+                    let early = &whole.as_bytes()[..printed];
+                    let text = answer("running", early, b"", since, limit);
+                    let first = parse_output(9, &text, since, limit, &secrets).unwrap();
+                    // Then the next page once the process has printed all.
+                    let text = answer("running", whole.as_bytes(), b"", first.next_since, limit);
+                    let second = parse_output(9, &text, first.next_since, limit, &secrets).unwrap();
+                    let both = format!("{}\n{}", first.stdout, second.stdout);
+                    assert!(
+                        key_pieces(&both).is_empty(),
+                        "printed {printed}, from {from}, limit {limit}: {both}"
+                    );
+                }
+            }
+        }
+        // Once it has exited, a prefix of a secret is no secret: shown.
+        let early = format!("key: {}", &KEY[..10]);
+        let text = answer("exited", early.as_bytes(), b"", Offsets::default(), 100);
+        let out = parse_output(9, &text, Offsets::default(), 100, &secrets).unwrap();
+        assert_eq!(out.stdout, early);
+    }
+
+    #[test]
+    fn a_window_short_of_its_context_is_refused_or_read_with_care() {
+        let secrets = Secrets::new([KEY]);
+        let stream = format!("before {KEY} after");
+        let since = Offsets {
+            stdout: 10,
+            stderr: 0,
+        };
+        let size = stream.len();
+        // Without the bytes before the page: refused.
+        let text = format!("exited 0 {size} 0\n{}\n\n", b64(&stream.as_bytes()[10..15]));
+        let err = parse_output(9, &text, since, 10, &secrets).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Internal);
+        // Without the bytes after it: the page ends before the secret.
+        let text = format!("exited 0 {size} 0\n{}\n\n", b64(&stream.as_bytes()[..20]));
+        let out = parse_output(9, &text, since, 10, &secrets).unwrap();
+        assert!(key_pieces(&out.stdout).is_empty(), "{}", out.stdout);
+        assert_eq!(out.next_since.stdout, 10);
     }
 
     #[test]
@@ -462,8 +699,10 @@ mod tests {
                 stderr: 9,
             },
             100,
+            19,
         );
         assert!(s.contains("d=/tmp/.e2b-tools/background/42\n"));
+        assert!(s.contains("local a=$(( $2 - 19 )) b=$(( $2 + 100 + 19 ))"));
         assert!(s.contains(r#"chunk "$d/stdout" 7 "$so"; chunk "$d/stderr" 9 "$se""#));
         let s = stop_script(42, StopSignal::Int);
         assert!(s.contains("kill -INT $(live)"));

@@ -8,6 +8,8 @@
 //! one cut by the truncation boundary leaks no prefix. A file read as base64
 //! is redacted on its raw bytes, before encoding.
 
+use std::ops::Range;
+
 /// What a secret is replaced with.
 pub const REDACTED: &str = "<redacted>";
 
@@ -60,9 +62,34 @@ impl Secrets {
             .min_by_key(|&(at, _)| at)
     }
 
+    /// The byte ranges of `data` inside an occurrence of a secret, merged
+    /// and in order. Overlapping occurrences count too (unlike
+    /// [`Secrets::redact`], which replaces them left to right), so whatever
+    /// part of `data` is shown, no byte of any occurrence is.
+    pub fn covered(&self, data: &[u8]) -> Vec<Range<usize>> {
+        let mut hits = Vec::new();
+        for secret in &self.0 {
+            let finder = memchr::memmem::Finder::new(secret.as_bytes());
+            let mut from = 0;
+            while let Some(at) = finder.find(&data[from..]) {
+                hits.push(from + at..from + at + secret.len());
+                from += at + 1;
+            }
+        }
+        hits.sort_by_key(|r| r.start);
+        let mut merged: Vec<Range<usize>> = Vec::with_capacity(hits.len());
+        for hit in hits {
+            match merged.last_mut() {
+                Some(last) if hit.start <= last.end => last.end = last.end.max(hit.end),
+                _ => merged.push(hit),
+            }
+        }
+        merged
+    }
+
     /// Where in `data` the earliest secret begins that runs past its end
     /// (`data[at..]` is a proper prefix of it), if one does.
-    fn pending_start(&self, data: &[u8]) -> Option<usize> {
+    pub fn pending_start(&self, data: &[u8]) -> Option<usize> {
         let from = data.len().saturating_sub(self.longest().saturating_sub(1));
         (from..data.len()).find(|&at| {
             let tail = &data[at..];
@@ -72,7 +99,8 @@ impl Secrets {
         })
     }
 
-    fn longest(&self) -> usize {
+    /// The length in bytes of the longest secret (0 when there is none).
+    pub fn longest(&self) -> usize {
         self.0.first().map_or(0, String::len)
     }
 }
@@ -225,6 +253,17 @@ mod tests {
             out.push_str(&r.finish());
             assert_eq!(out, whole, "cut {cut}");
         }
+    }
+
+    #[test]
+    fn covered_counts_every_occurrence_overlapping_ones_too() {
+        let s = Secrets::new(["abcabc", "zzzzzz"]);
+        // Left to right, redact would leave the last "abc" of the run.
+        assert_eq!(s.redact("abcabcabc"), "<redacted>abc");
+        assert_eq!(s.covered(b"abcabcabc"), vec![Range { start: 0, end: 9 }]);
+        assert_eq!(s.covered(b"-abcabc-zzzzzz-ab"), [1..7, 8..14]);
+        assert!(s.covered(b"no secrets").is_empty());
+        assert_eq!(s.longest(), 6);
     }
 
     #[test]

@@ -331,14 +331,16 @@ mod orchestration {
                 .map(ToolOutput::Background),
             ToolCall::GetBackgroundOutput { pid, since } => {
                 let limit = settings.max_output_bytes;
-                let script = background::output_script(*pid, *since, limit);
-                // A header, then two base64 chunks of at most `limit` bytes.
-                let answer_bound = 2 * (limit / 3 + 1) * 4 + 256;
+                // The same secrets for the script's context and the parse.
+                let secrets = ctx.secrets();
+                let context = background::context_bytes(&secrets);
+                let script = background::output_script(*pid, *since, limit, context);
+                let answer_bound = background::output_answer_bound(limit, context);
                 let timeout = u64::from(settings.request_timeout_ms);
                 let answer = run_script(ctx, settings, sandbox, script, timeout, answer_bound)
                     .await
                     .map_err(plain)?;
-                background::parse_output(*pid, &answer, *since, limit, &ctx.secrets())
+                background::parse_output(*pid, &answer, *since, limit, &secrets)
                     .map(ToolOutput::ProcessOutput)
                     .map_err(plain)
             }
@@ -1235,8 +1237,9 @@ mod orchestration_tests {
             tools: Some(vec!["all".into()]),
             ..Default::default()
         });
-        // "hello world" from offset 2, nothing on stderr.
-        let mut steps = vec![started(9), stdout("running - 11 0\nbGxvIHdvcmxk\n\n")];
+        // "hello world" from offset 2, nothing on stderr: the script reads
+        // from offset 0, the context before the page (the key is a secret).
+        let mut steps = vec![started(9), stdout("running - 11 0\naGVsbG8gd29ybGQ=\n\n")];
         steps.extend(exited(0));
         ctx.platform.route(START, vec![Answer::steps(200, steps)]);
         let call = ToolCall::GetBackgroundOutput {
@@ -1254,6 +1257,8 @@ mod orchestration_tests {
         assert_eq!(out.next_since.stdout, 11);
         let body = &ctx.platform.bodies(START)[0];
         assert!(body.contains("background/42"), "{body}");
+        // Read with the key's length but one of context either side.
+        assert!(body.contains("local a=$(( $2 - 6 ))"), "{body}");
     }
 
     #[test]

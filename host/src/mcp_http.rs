@@ -20,6 +20,7 @@
 //! # }
 //! ```
 
+use std::cell::Cell;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -76,8 +77,36 @@ impl HttpOptions {
     }
 }
 
-/// Counts a live MCP session while it is held (by its handler).
+/// A place under the session cap, held by a session's handler (or, until
+/// rmcp makes one, by the request that may make it); freed when dropped.
 pub(crate) struct LiveSession(Arc<AtomicUsize>);
+
+impl LiveSession {
+    /// Takes a place if fewer than `max` are taken: the check and the
+    /// count are one atomic step, so concurrent requests cannot all pass
+    /// the check before any of them is counted.
+    fn reserve(live: &Arc<AtomicUsize>, max: usize) -> Option<Self> {
+        live.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| Self(live.clone()))
+    }
+
+    /// Counts a handler made without a reservation, whatever the cap.
+    fn count(live: &Arc<AtomicUsize>) -> Self {
+        live.fetch_add(1, Ordering::SeqCst);
+        Self(live.clone())
+    }
+}
+
+tokio::task_local! {
+    /// The place [`guard`] reserved for the request it is running: rmcp
+    /// calls the session factory while handling that request, on the same
+    /// task, and the factory takes the place over. A place left untaken
+    /// (the request made no handler) is freed when the request ends.
+    static RESERVED: Cell<Option<LiveSession>>;
+}
 
 impl Drop for LiveSession {
     fn drop(&mut self) {
@@ -148,8 +177,11 @@ impl McpHttpServer {
         let factory = {
             let (live, cleanup) = (live.clone(), cleanup.clone());
             move || {
-                live.fetch_add(1, Ordering::SeqCst);
-                let counted = LiveSession(live.clone());
+                let counted = RESERVED
+                    .try_with(Cell::take)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| LiveSession::count(&live));
                 Ok(McpServer::lazy(
                     catalog.clone(),
                     stateless.clone(),
@@ -262,29 +294,41 @@ async fn guard(State(gate): State<Gate>, request: Request, next: Next) -> Respon
     }
     let new_session = request.method() == axum::http::Method::POST
         && !request.headers().contains_key("mcp-session-id");
-    if new_session && gate.live.load(Ordering::SeqCst) >= gate.max_sessions {
-        let body = serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": null,
-            "error": {
-                "code": -32000,
-                "message": format!(
-                    "this server already has {} live sessions, its limit: end one or retry later",
-                    gate.max_sessions
-                ),
-            },
-        });
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
-        )
-            .into_response();
-    }
+    // Reserved before rmcp sees the request, so the cap holds however many
+    // `initialize`s arrive at once.
+    let reserved = if new_session {
+        match LiveSession::reserve(&gate.live, gate.max_sessions) {
+            Some(place) => Some(place),
+            None => return over_the_cap(gate.max_sessions),
+        }
+    } else {
+        None
+    };
     // A body without a length is bounded as it is read.
     let (parts, body) = request.into_parts();
     let body = Body::new(http_body_util::Limited::new(body, MAX_BODY_BYTES));
-    next.run(Request::from_parts(parts, body)).await
+    let request = Request::from_parts(parts, body);
+    RESERVED.scope(Cell::new(reserved), next.run(request)).await
+}
+
+/// The answer to a new session past the cap: a JSON-RPC error, 503.
+fn over_the_cap(max_sessions: usize) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": -32000,
+            "message": format!(
+                "this server already has {max_sessions} live sessions, its limit: end one or retry later",
+            ),
+        },
+    });
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 /// Whether the request carries `Authorization: Bearer <token>`.
@@ -317,6 +361,37 @@ pub fn generate_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn places_are_taken_up_to_the_cap_and_freed_when_dropped() {
+        let live = Arc::new(AtomicUsize::new(0));
+        let taken: Vec<_> = (0..3)
+            .map(|_| LiveSession::reserve(&live, 3).expect("under the cap"))
+            .collect();
+        assert!(LiveSession::reserve(&live, 3).is_none());
+        assert_eq!(live.load(Ordering::SeqCst), 3);
+        drop(taken);
+        assert_eq!(live.load(Ordering::SeqCst), 0);
+        // From many threads at once, still never past the cap.
+        let barrier = Arc::new(std::sync::Barrier::new(16));
+        let threads: Vec<_> = (0..16)
+            .map(|_| {
+                let (live, barrier) = (live.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    LiveSession::reserve(&live, 5)
+                        .map(std::mem::forget)
+                        .is_some()
+                })
+            })
+            .collect();
+        let got = threads
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .filter(|&took| took)
+            .count();
+        assert_eq!((got, live.load(Ordering::SeqCst)), (5, 5));
+    }
 
     #[test]
     fn tokens_compare_exactly() {

@@ -39,7 +39,7 @@ use tokio::net::TcpStream;
 use tower_service::Service;
 
 /// Where outbound connections go.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub enum Proxy {
     /// As the environment says: `HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`
     /// (upper or lower case) and `NO_PROXY`; none set: direct.
@@ -49,6 +49,46 @@ pub enum Proxy {
     Url(String),
     /// Always direct, whatever the environment says.
     Direct,
+}
+
+impl fmt::Debug for Proxy {
+    /// A [`Proxy::Url`] by its host and port only: its URL may hold a
+    /// password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Proxy::Environment => f.write_str("Environment"),
+            Proxy::Url(url) => f
+                .debug_tuple("Url")
+                .field(&format_args!("{}", named(url)))
+                .finish(),
+            Proxy::Direct => f.write_str("Direct"),
+        }
+    }
+}
+
+/// A proxy URL as messages name it: `host:port`, never its credentials.
+fn named(value: &str) -> String {
+    let value = value.trim();
+    let uri = if value.contains("://") {
+        value.parse::<Uri>()
+    } else {
+        format!("http://{value}").parse::<Uri>()
+    };
+    match uri {
+        Ok(uri) => host_and_port(&uri),
+        Err(_) => "(not a URL)".to_string(),
+    }
+}
+
+/// `host:port` of a proxy's URI (80 when it names none). `Uri::host`
+/// takes what follows the last `@`, so no part of a user name or password
+/// is in it.
+fn host_and_port(uri: &Uri) -> String {
+    format!(
+        "{}:{}",
+        uri.host().unwrap_or(""),
+        uri.port_u16().unwrap_or(80)
+    )
 }
 
 /// Why a proxy setting cannot be used. Its text names the setting and
@@ -91,6 +131,16 @@ pub fn check_proxy_url(setting: &str, value: &str) -> Result<(), ProxyError> {
         _ => return Err(fail("the scheme must be http://")),
     }
     let authority = uri.authority().map(|a| a.as_str()).unwrap_or("");
+    // An `@` in a user name or password must be escaped (`%40`). With a
+    // raw one the parsers disagree on where the credentials end (`http`
+    // takes the host after the last `@`, hyper-util's matcher splits at
+    // the first), so part of the password would become the proxy's host
+    // and be sent, resolved and named as one.
+    if authority.matches('@').count() > 1 {
+        return Err(fail(
+            "more than one '@' before the host; write an '@' in the user name or password as %40",
+        ));
+    }
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, hp)| hp);
     if host_port.is_empty() || host_port.starts_with(':') {
         return Err(fail("no host"));
@@ -336,8 +386,9 @@ impl Service<Uri> for ProxyConnector {
                 Route::Broken(err) => return Err(ProxyFailure(err.to_string()).into()),
                 Route::Proxy { uri, auth } => (uri, auth),
             };
-            // `uri` was rebuilt by the matcher without the credentials.
-            let proxy = proxy_uri.authority().map_or("", |a| a.as_str()).to_string();
+            // Named by host and port only: the matcher drops what it takes
+            // for credentials from `uri`, but may misjudge where they end.
+            let proxy = host_and_port(&proxy_uri);
             let https = dst.scheme() == Some(&http::uri::Scheme::HTTPS);
             let target = format!(
                 "{}:{}",
@@ -434,6 +485,78 @@ mod tests {
             assert!(err.contains(reason), "{bad}: {err}");
             assert!(!err.contains("secret"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_raw_at_sign_in_the_credentials_is_refused_without_naming_any_part() {
+        for (name, value) in [
+            ("--proxy", "http://alice:pw@PART@proxy.corp:3128"),
+            ("HTTPS_PROXY", "alice:pw@PART@proxy.corp:3128"),
+            ("http_proxy", "http://alice:pw@PART@@proxy.corp"),
+        ] {
+            let err = check_proxy_url(name, value).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("{name} is not a usable proxy: more than one '@'")),
+                "{err}"
+            );
+            for part in ["pw", "PART", "alice"] {
+                assert!(!err.contains(part), "{value}: {err}");
+            }
+            // Nor is it used as a proxy whose host is part of the password.
+            let rules = ProxyRules::build(Some(&(name, value.into())), None, None);
+            let Route::Broken(err) = route(&rules, "http://example.com/") else {
+                panic!("{value} must not be used");
+            };
+            assert!(!err.to_string().contains("PART"), "{err}");
+        }
+        // Escaped, it is the password, sent to the proxy and named nowhere.
+        let escaped = setting("http://alice:pw%40PART@proxy.corp:3128");
+        let rules = ProxyRules::build(None, Some(&escaped), None);
+        let Route::Proxy { uri, auth } = route(&rules, "https://api.e2b.app/") else {
+            panic!("not proxied");
+        };
+        assert_eq!(host_and_port(&uri), "proxy.corp:3128");
+        // base64("alice:pw@PART")
+        assert_eq!(auth.unwrap(), "Basic YWxpY2U6cHdAUEFSVA==");
+    }
+
+    #[test]
+    fn proxies_are_named_by_host_and_port_only() {
+        let uri: Uri = "http://PART@proxy.corp/".parse().unwrap();
+        assert_eq!(host_and_port(&uri), "proxy.corp:80");
+        let url = "http://alice:pw@PART@[::1]:3128".to_string();
+        let debug = format!("{:?}", Proxy::Url(url));
+        assert_eq!(debug, "Url([::1]:3128)");
+        assert_eq!(named("alice:pw@proxy:1"), "proxy:1");
+        assert_eq!(named("http://pw@"), "(not a URL)");
+    }
+
+    #[tokio::test]
+    async fn a_proxy_that_cannot_be_reached_is_named_by_host_and_port() {
+        // A closed port on this machine.
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        // Straight into the matcher, past `check_proxy_url`: whatever it
+        // takes for the host, the message names host and port alone.
+        let url = format!("http://alice:pw@PART@127.0.0.1:{port}");
+        let rules = ProxyRules {
+            matcher: Some(Matcher::builder().http(url).build()),
+            exempt: Matcher::builder().all("http://no-proxy.invalid").build(),
+            broken_http: None,
+            broken_https: None,
+        };
+        let mut connector = ProxyConnector::new(HttpConnector::new(), Arc::new(rules));
+        let Err(err) = connector.call("http://example.com/".parse().unwrap()).await else {
+            panic!("connected to a closed port");
+        };
+        let err = err.to_string();
+        assert!(
+            err.starts_with(&format!("cannot connect to proxy 127.0.0.1:{port}: ")),
+            "{err}"
+        );
+        assert!(!err.contains("PART") && !err.contains("pw"), "{err}");
     }
 
     #[test]

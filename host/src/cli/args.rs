@@ -198,7 +198,7 @@ pub(crate) struct GlobalArgs {
     /// (https through a CONNECT tunnel): http://[user:password@]host:port.
     /// Default: $HTTPS_PROXY / $HTTP_PROXY / $ALL_PROXY (or lower case).
     /// Loopback targets never use one.
-    #[arg(long, global = true, value_name = "URL", value_parser = parse_proxy)]
+    #[arg(long, global = true, value_name = "URL", value_parser = ProxyUrl)]
     pub(crate) proxy: Option<String>,
     /// Timeout of each request that is not an execution, in milliseconds;
     /// 0 disables it. Default: 60000.
@@ -272,9 +272,30 @@ fn parse_volume_mount(text: &str) -> Result<(String, String), String> {
     }
 }
 
-fn parse_proxy(text: &str) -> Result<String, String> {
-    e2b_tools_host::check_proxy_url("--proxy", text).map_err(|err| err.to_string())?;
-    Ok(text.trim().to_string())
+/// `--proxy`'s parser: [`e2b_tools_host::check_proxy_url`], failing with
+/// its message alone. (A plain parser function's error is shown by clap as
+/// "invalid value '<the URL>'", password included.)
+#[derive(Clone)]
+struct ProxyUrl;
+
+impl clap::builder::TypedValueParser for ProxyUrl {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let invalid = |reason: String| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, reason + "\n").with_cmd(cmd)
+        };
+        let text = value
+            .to_str()
+            .ok_or_else(|| invalid("--proxy is not a usable proxy: not UTF-8".into()))?;
+        e2b_tools_host::check_proxy_url("--proxy", text).map_err(|err| invalid(err.to_string()))?;
+        Ok(text.trim().to_string())
+    }
 }
 
 fn parse_non_empty(text: &str) -> Result<String, String> {
@@ -328,6 +349,19 @@ mod tests {
         assert!(parse_volume_mount("data=").is_err());
         assert!(parse_volume_mount("=/mnt").is_err());
         assert!(parse_volume_mount("data").is_err());
+    }
+
+    #[test]
+    fn a_bad_proxy_flag_is_refused_without_repeating_it() {
+        for url in ["http://alice:pw@PART@proxy:3128", "http://alice:pw@:3128"] {
+            let err = Cli::try_parse_from(["e2b-tools", "--proxy", url, "tools"]).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+            let text = err.to_string();
+            assert!(text.contains("--proxy is not a usable proxy"), "{text}");
+            assert!(!text.contains("pw") && !text.contains("PART"), "{text}");
+        }
+        let cli = Cli::try_parse_from(["e2b-tools", "--proxy", " proxy:3128 ", "tools"]).unwrap();
+        assert_eq!(cli.global.proxy.as_deref(), Some("proxy:3128"));
     }
 
     #[test]

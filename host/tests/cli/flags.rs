@@ -244,6 +244,29 @@ fn bad_option_values_are_usage_errors() {
     }
 }
 
+#[test]
+fn a_bad_proxy_flag_is_a_usage_error_that_shows_no_credentials() {
+    for (url, reason) in [
+        (
+            "http://alice:pw@PART@proxy.corp:3128",
+            "more than one '@' before the host",
+        ),
+        ("http://alice:pw@:3128", "no host"),
+        ("socks5://alice:pw@proxy.corp:1080", "SOCKS"),
+    ] {
+        let out = run(e2b_tools(&["--proxy", url, "tools"]), "");
+        assert_eq!(out.status, 2, "{url}: {out:?}");
+        assert!(
+            out.stderr.contains("--proxy is not a usable proxy") && out.stderr.contains(reason),
+            "{url}: {out:?}"
+        );
+        for part in ["pw", "PART", "alice"] {
+            assert!(!out.stderr.contains(part), "{url}: {part} leaked: {out:?}");
+        }
+        assert!(out.stdout.is_empty(), "{url}: {out:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sandbox_option_flags_reach_the_server() {
     let server = local_server().await;

@@ -151,3 +151,194 @@ fn the_official_typescript_client_over_streamable_http() {
     assert!(out.stdout.contains("OK"), "{out:?}");
     assert!(status.success(), "{status:?}");
 }
+
+/// The session cap of `mcp --http` holds however many `initialize`s arrive
+/// at once, and places come back when sessions end.
+///
+/// Each client sends its request's headers, waits until every client has
+/// (by then the server has run its cap check on all of them), and only
+/// then its body: a check that counted nothing until rmcp had made the
+/// session (it reads the body first) would let every one of them in.
+#[test]
+fn concurrent_initializes_never_exceed_the_session_cap() {
+    use std::sync::{Arc, Barrier};
+    const CAP: usize = 3;
+    const CLIENTS: usize = 12;
+    let (server, url) = http_server(
+        &["mcp", "--http", "0", "--max-sessions", &CAP.to_string()],
+        &Default::default(),
+    );
+    let server = Stop(server);
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .expect("http://ADDR/mcp")
+        .to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+
+    let barrier = Arc::new(Barrier::new(CLIENTS));
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (addr, barrier) = (addr.clone(), barrier.clone());
+            std::thread::spawn(move || initialize(&addr, Some(&barrier)))
+        })
+        .collect();
+    let answers: Vec<Answer> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    let sessions: Vec<String> = answers.iter().filter_map(|a| a.session.clone()).collect();
+    assert_eq!(sessions.len(), CAP, "{answers:#?}");
+    for answer in answers.iter().filter(|a| a.session.is_none()) {
+        assert_eq!(answer.status, 503, "{answers:#?}");
+        assert!(
+            answer.text.contains("live sessions, its limit"),
+            "{answer:?}"
+        );
+    }
+
+    // Every place comes back: the sessions' when they are deleted, and
+    // those of requests that made none (not JSON) when they are answered.
+    // Then the cap holds again.
+    for session in &sessions {
+        let status = delete(&addr, session);
+        assert!(matches!(status, 200 | 202 | 204), "DELETE: {status}");
+    }
+    for _ in 0..2 * CAP {
+        let answer = post(&addr, "{not json");
+        assert!(matches!(answer.status, 400..=499), "{answer:?}");
+    }
+    for _ in 0..CAP {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let answer = initialize(&addr, None);
+            if answer.session.is_some() {
+                break;
+            }
+            assert!(
+                answer.status == 503 && std::time::Instant::now() < deadline,
+                "no new session after the old ones were deleted: {answer:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    let over = initialize(&addr, None);
+    assert_eq!(over.status, 503, "{over:?}");
+    drop(server);
+}
+
+/// A child server, sent SIGTERM (and waited for) when dropped, also when
+/// the test fails.
+struct Stop(std::process::Child);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+/// What the server answered to one request: the status, the session it
+/// made, and the text read (headers, and the body of a refusal).
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    session: Option<String>,
+    text: String,
+}
+
+/// One raw POST of `body` to `addr` without a session, as a whole.
+fn post(addr: &str, body: &str) -> Answer {
+    send_post(addr, body, None)
+}
+
+/// One raw `initialize` to `addr` (the token `test-token`). With a
+/// `barrier`, the body follows the headers once every client has sent its
+/// headers and the server has had time to look at them; a request refused
+/// by then is not sent its body.
+fn initialize(addr: &str, barrier: Option<&std::sync::Barrier>) -> Answer {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+    send_post(addr, body, barrier)
+}
+
+/// [`initialize`] with any body.
+fn send_post(addr: &str, body: &str, barrier: Option<&std::sync::Barrier>) -> Answer {
+    use std::io::Write;
+    use std::time::Duration;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer test-token\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let mut tcp = std::net::TcpStream::connect(addr).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    tcp.write_all(head.as_bytes()).unwrap();
+    if let Some(barrier) = barrier {
+        barrier.wait();
+        std::thread::sleep(Duration::from_millis(500));
+        // Refused already (the check answers without the body)?
+        tcp.set_nonblocking(true).unwrap();
+        let answered = tcp.peek(&mut [0u8; 1]).is_ok_and(|n| n > 0);
+        tcp.set_nonblocking(false).unwrap();
+        if answered {
+            return read_answer(&mut tcp);
+        }
+    }
+    // A refusal may close the connection before the body is written.
+    let _ = tcp.write_all(body.as_bytes());
+    read_answer(&mut tcp)
+}
+
+/// Reads the status and headers, and for anything but a session's event
+/// stream the rest, up to the server's close.
+fn read_answer(tcp: &mut std::net::TcpStream) -> Answer {
+    use std::io::Read;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = text.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        match tcp.read(&mut buf) {
+            Ok(0) | Err(_) => break text.len(),
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&text[..head_end]).into_owned();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let session = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_string())
+        })
+        .filter(|_| status == 200);
+    if session.is_none() {
+        let _ = tcp.read_to_end(&mut text);
+    }
+    Answer {
+        status,
+        session,
+        text: String::from_utf8_lossy(&text).into_owned(),
+    }
+}
+
+/// A raw `DELETE` of `session`: its status.
+fn delete(addr: &str, session: &str) -> u16 {
+    use std::io::Write;
+    let mut tcp = std::net::TcpStream::connect(addr).expect("connect");
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let request = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer test-token\r\n\
+         Mcp-Session-Id: {session}\r\nMcp-Protocol-Version: 2025-11-25\r\n\
+         Connection: close\r\n\r\n"
+    );
+    tcp.write_all(request.as_bytes()).unwrap();
+    read_answer(&mut tcp).status
+}

@@ -347,11 +347,25 @@ async fn a_bad_proxy_or_certificate_is_a_clear_network_failure_without_secrets()
         "http://user:hunter2@{}",
         refusing.url().trim_start_matches("http://")
     );
-    let cases: [(&str, String, &[&str]); 6] = [
+    // A raw `@` in the password: hyper-util would take `PART@127.0.0.1`
+    // for the host, and errors named it.
+    let raw_at = format!(
+        "http://alice:hunter2@PART@{}",
+        refusing.url().trim_start_matches("http://")
+    );
+    let cases: [(&str, String, &[&str]); 7] = [
         (
             "a malformed proxy URL",
             "http://user:hunter2@:3128".into(),
             &["HTTPS_PROXY is not a usable proxy", "no host"],
+        ),
+        (
+            "a raw '@' in the password",
+            raw_at,
+            &[
+                "HTTPS_PROXY is not a usable proxy",
+                "more than one '@' before the host",
+            ],
         ),
         (
             "a SOCKS proxy",
@@ -387,10 +401,12 @@ async fn a_bad_proxy_or_certificate_is_a_clear_network_failure_without_secrets()
         for part in expected {
             assert!(error.contains(part), "{case}: {error:?} lacks {part:?}");
         }
-        assert!(
-            !error.contains("hunter2"),
-            "{case}: the password leaked: {error}"
-        );
+        for part in ["hunter2", "PART"] {
+            assert!(
+                !error.contains(part),
+                "{case}: the password leaked ({part}): {error}"
+            );
+        }
         assert!(!error.contains(&key), "{case}: the key leaked: {error}");
         // Retries included, well inside the budget of a few request timeouts.
         assert!(
