@@ -87,6 +87,11 @@ pub struct Options {
     pub time_scale: f64,
     /// What each sandbox may use (CPU, memory, disk, processes).
     pub limits: Limits,
+    /// A cgroup v2 directory to make the sandboxes' groups in (a delegated
+    /// subtree), instead of the machine's hierarchy found at
+    /// `/sys/fs/cgroup`; the limits of the controllers it does not have are
+    /// not enforced. Needs a server run as root.
+    pub cgroup_parent: Option<PathBuf>,
     /// Serve HTTPS with this certificate instead of plain HTTP (the one
     /// listener either way).
     pub tls: Option<TlsIdentity>,
@@ -104,6 +109,7 @@ impl Default for Options {
             data_dir: None,
             time_scale: 1.0,
             limits: Limits::default(),
+            cgroup_parent: None,
             tls: None,
             record_requests: false,
         }
@@ -207,9 +213,14 @@ impl LocalServer {
             .map(tls::acceptor)
             .transpose()
             .map_err(StartError::Options)?;
-        let launcher = Launcher::detect(&opts.isolation, &data_dir, opts.limits)
-            .await
-            .map_err(|e| StartError::Isolation(e.0))?;
+        let launcher = Launcher::detect(
+            &opts.isolation,
+            &data_dir,
+            opts.limits,
+            opts.cgroup_parent.as_deref(),
+        )
+        .await
+        .map_err(|e| StartError::Isolation(e.0))?;
         let isolation = launcher.describe();
         tracing::info!("{isolation}");
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, opts.port))

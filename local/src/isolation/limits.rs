@@ -127,6 +127,29 @@ impl Enforcement {
         Enforcement::Rlimits
     }
 
+    /// Groups under the cgroup v2 directory `dir` (a delegated subtree,
+    /// or a hierarchy mounted for the server), with whichever of the
+    /// `memory`, `pids` and `cpu` controllers it has.
+    pub fn v2_under(dir: &Path) -> std::io::Result<Self> {
+        if !is_writable_cgroup(dir) || !dir.join("cgroup.subtree_control").exists() {
+            return Err(std::io::Error::other("not a writable cgroup v2 directory"));
+        }
+        let group = dir.join(GROUP);
+        let parent = group.join(std::process::id().to_string());
+        std::fs::create_dir_all(&parent)?;
+        let controllers = std::fs::read_to_string(dir.join("cgroup.controllers"))?;
+        for controller in controllers
+            .split_whitespace()
+            .filter(|c| ["memory", "pids", "cpu"].contains(c))
+        {
+            for d in [dir, &group, &parent] {
+                std::fs::write(d.join("cgroup.subtree_control"), format!("+{controller}"))?;
+            }
+        }
+        sweep_dead_servers(&group);
+        Ok(Enforcement::CgroupV2 { parent })
+    }
+
     /// For the server's startup line.
     pub fn describe(&self) -> &'static str {
         match self {
@@ -173,10 +196,18 @@ impl Enforcement {
             Enforcement::CgroupV2 { parent } => {
                 let d = parent.join(id);
                 std::fs::create_dir_all(&d)?;
-                std::fs::write(d.join("memory.max"), memory.to_string())?;
+                // A limit file exists where its controller is enabled
+                // (all three, unless the server was given a directory).
+                for (file, value) in [
+                    ("memory.max", memory.to_string()),
+                    ("pids.max", limits.max_processes.to_string()),
+                    ("cpu.max", format!("{quota} {CPU_PERIOD_US}")),
+                ] {
+                    if d.join(file).exists() {
+                        std::fs::write(d.join(file), value)?;
+                    }
+                }
                 let _ = std::fs::write(d.join("memory.swap.max"), "0");
-                std::fs::write(d.join("pids.max"), limits.max_processes.to_string())?;
-                std::fs::write(d.join("cpu.max"), format!("{quota} {CPU_PERIOD_US}"))?;
                 // cgroup.freeze: Linux 5.2 and later.
                 let freezer = d
                     .join("cgroup.freeze")

@@ -95,6 +95,7 @@ impl Launcher {
         isolation: &Isolation,
         data_dir: &Path,
         limits: Limits,
+        cgroup_parent: Option<&Path>,
     ) -> Result<Self, IsolationUnavailable> {
         let uid = rustix::process::getuid().as_raw();
         let gid = rustix::process::getgid().as_raw();
@@ -127,10 +128,11 @@ impl Launcher {
             privileged,
             own_ids: (uid, gid),
             rootfs,
-            enforcement: if privileged {
-                Enforcement::detect()
-            } else {
-                Enforcement::Rlimits
+            enforcement: match (privileged, cgroup_parent) {
+                (true, Some(dir)) => Enforcement::v2_under(dir)
+                    .map_err(|e| IsolationUnavailable(format!("cgroup {}: {e}", dir.display())))?,
+                (true, None) => Enforcement::detect(),
+                (false, _) => Enforcement::Rlimits,
             },
             disks: Disk::available(privileged),
             internet: Internet::detect(),

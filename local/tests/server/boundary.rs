@@ -279,3 +279,96 @@ async fn a_killed_process_is_reaped() {
     }
     h.server.shutdown().await;
 }
+
+/// A cgroup v2 hierarchy, mounted for the test where the machine has
+/// none; unmounted when dropped.
+struct CgroupV2Mount(tempfile::TempDir);
+
+impl CgroupV2Mount {
+    fn new() -> Option<Self> {
+        let dir = tempfile::tempdir().ok()?;
+        let status = std::process::Command::new("mount")
+            .args(["-t", "cgroup2", "none"])
+            .arg(dir.path())
+            .status()
+            .ok()?;
+        status.success().then_some(Self(dir))
+    }
+}
+
+impl Drop for CgroupV2Mount {
+    fn drop(&mut self) {
+        // The server's groups go first (a group holding groups stays).
+        let group = self.0.path().join("e2b-local");
+        if let Ok(servers) = std::fs::read_dir(&group) {
+            for server in servers.flatten() {
+                if let Ok(sandboxes) = std::fs::read_dir(server.path()) {
+                    for sandbox in sandboxes.flatten() {
+                        let _ = std::fs::remove_dir(sandbox.path());
+                    }
+                }
+                let _ = std::fs::remove_dir(server.path());
+            }
+        }
+        let _ = std::fs::remove_dir(&group);
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// On a cgroup v2 hierarchy, with the server as root, commands run (none
+/// moves itself into the group, which v2 would refuse to the sandbox's
+/// uid: envd is in it from the start, and every process inherits it), the
+/// group holds the sandbox's processes, and pause freezes them.
+#[tokio::test]
+async fn commands_run_in_the_sandbox_group_on_cgroup_v2() {
+    if !rustix::process::getuid().is_root() {
+        eprintln!("skipped: cgroups need a server run as root");
+        return;
+    }
+    let Some(mount) = CgroupV2Mount::new() else {
+        eprintln!("skipped: cannot mount a cgroup v2 hierarchy here");
+        return;
+    };
+    let h = crate::common::start_with(e2b_local::Options {
+        cgroup_parent: Some(mount.0.path().to_path_buf()),
+        ..Default::default()
+    })
+    .await;
+    let sbx = h.create_default().await;
+    let (events, end) = run(&h, &sbx, "sleep 987604 > /dev/null 2>&1 & echo ok").await;
+    assert_eq!(stdout_of(&events), "ok\n", "{end} {}", stderr_of(&events));
+    let group = mount
+        .0
+        .path()
+        .join("e2b-local")
+        .join(std::process::id().to_string())
+        .join(&sbx.id);
+    let procs = std::fs::read_to_string(group.join("cgroup.procs")).unwrap();
+    let sleep = host_pid_of(&["sleep", "987604"]).expect("the job runs");
+    assert!(
+        procs.lines().any(|p| p == sleep.to_string()),
+        "the job is not in the sandbox's group: {procs}"
+    );
+    let resp = h
+        .api_send(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
+        .await;
+    assert_eq!(resp.status(), 204);
+    let events = std::fs::read_to_string(group.join("cgroup.events")).unwrap();
+    assert!(events.contains("frozen 1"), "{events}");
+    let resp = h
+        .api(Method::POST, &format!("/v2/sandboxes/{}/connect", sbx.id))
+        .json(&json!({"timeout": 60}))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success());
+    let (events, _) = run(&h, &sbx, "pgrep -x sleep").await;
+    assert!(
+        !stdout_of(&events).is_empty(),
+        "the job did not survive the pause"
+    );
+    h.server.shutdown().await;
+    drop(mount);
+}
