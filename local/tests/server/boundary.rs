@@ -372,3 +372,37 @@ async fn commands_run_in_the_sandbox_group_on_cgroup_v2() {
     h.server.shutdown().await;
     drop(mount);
 }
+
+/// The same attacks through the official Python SDK, as a model's code
+/// would make them (`tests/conformance/boundary.py`).
+#[tokio::test]
+async fn official_sdk_boundary_attacks_fail() {
+    let Ok(python) = std::env::var("E2B_TOOLS_PYTHON") else {
+        panic!("E2B_TOOLS_PYTHON is not set: scripts/test sets it (scripts/bootstrap --test makes the venv)");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let marker = unique("e2b-boundary-sdk");
+    let library = dir.path().join("e.so");
+    std::fs::write(&library, marking_library(dir.path(), &marker)).unwrap();
+    let host_file = rustix::process::getuid().is_root().then(|| {
+        let path = PathBuf::from(format!(
+            "/usr/local/share/e2b-boundary-sdk-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all("/usr/local/share").unwrap();
+        std::fs::write(&path, "host\n").unwrap();
+        RemoveOnDrop(path)
+    });
+    let h = start().await;
+    let args = [
+        library.display().to_string(),
+        marker.clone(),
+        host_file
+            .as_ref()
+            .map_or("-".into(), |f| f.0.display().to_string()),
+    ];
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/boundary.py");
+    crate::conformance::run_python(&h, &python, script, &args, "boundary scenario passed").await;
+    assert!(!Path::new(&marker).exists());
+    h.server.shutdown().await;
+}
