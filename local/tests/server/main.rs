@@ -14,5 +14,6 @@ mod envd_watch;
 mod escape;
 mod faults;
 mod processes;
+mod redteam;
 mod templates;
 mod ttl;
