@@ -34,6 +34,7 @@ mod edge_proxy;
 pub mod faults;
 mod http_errors;
 mod isolation;
+mod names;
 mod paths;
 mod registry;
 mod sandbox;
@@ -116,18 +117,7 @@ impl Default for Options {
     }
 }
 
-/// A fresh key of the form the JS SDK accepts: `e2b_<32 hex>`.
-pub fn generate_api_key() -> String {
-    format!("e2b_{}", random_hex(32))
-}
-
-fn random_hex(len: usize) -> String {
-    use rand::Rng;
-    let mut rng = rand::rng();
-    (0..len)
-        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
-        .collect()
-}
+pub use names::generate_api_key;
 
 /// Why the server did not start.
 #[derive(Debug, thiserror::Error)]

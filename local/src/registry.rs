@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use e2b_wire::api::NewSandbox;
 
 use crate::isolation::{Launcher, Provision};
+use crate::names::random_id;
 use crate::paths::SandboxPaths;
 use crate::sandbox::Sandbox;
 use crate::stats::{Counters, Stats};
@@ -280,14 +281,4 @@ fn network_policy(request: &NewSandbox) -> Result<bool, String> {
         ));
     }
     Ok(request.allow_internet_access != Some(false) && !denies_all)
-}
-
-/// Lowercase alphanumeric, like E2B's ids (no `-`: hosts are `{port}-{id}`).
-pub(crate) fn random_id(len: usize) -> String {
-    use rand::Rng;
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    (0..len)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect()
 }

@@ -233,7 +233,7 @@ impl Launcher {
 
     /// Runs a command in a throwaway sandbox to prove the set-up works.
     async fn self_test(&self, data_dir: &Path) -> Result<(), IsolationUnavailable> {
-        let id = format!("selftest-{}", crate::registry::random_id(8));
+        let id = format!("selftest-{}", crate::names::random_id(8));
         let root = data_dir.join(&id);
         let paths = SandboxPaths::new(root.clone(), data_dir.to_path_buf());
         let runner = self

@@ -15,7 +15,7 @@ use super::anchor::{self, Anchor};
 use super::ids::{HostIds, IdBlocks};
 use super::limits::{Cgroup, Disk, Limits, Usage};
 use super::network::Internet;
-use super::{rootfs, Launcher, Provision, SANDBOX_PATH};
+use super::{rootfs, seccomp, Launcher, Provision, SANDBOX_PATH};
 use crate::paths::SandboxPaths;
 
 /// How long envd may take to take a connection (it starts in
@@ -212,7 +212,8 @@ impl SandboxRunner {
             }
         };
         let mut cmd = Command::new(&iso.bwrap);
-        anchor::bwrap_prefix(&mut cmd, &iso.envd, iso.privileged)
+        anchor::bwrap_prefix(&mut cmd, &iso.envd, iso.privileged);
+        seccomp::add_to_bwrap(&mut cmd)
             .map_err(|e| format!("cannot set up the seccomp filter: {e}"))?;
         iso.rootfs
             .add_bwrap_args(&mut cmd, &self.paths, self.template_env.as_deref());

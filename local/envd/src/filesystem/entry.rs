@@ -4,12 +4,14 @@
 //! modification time.
 
 use std::ops::Deref;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use e2b_wire::filesystem::{EntryInfo, FileType, WriteInfo};
+use rustix::fs::{FileType as RawFileType, Statx, StatxAttributes};
 use serde::Serialize;
 
 use super::metadata::Metadata;
-use super::sandbox_fs::{Meta, OwnerNames};
+use super::owners::OwnerNames;
 
 /// `EntryInfo` with its `metadata` map (the file's `user.e2b.*` extended
 /// attributes), omitted when empty as proto3 JSON omits an empty map.
@@ -122,6 +124,57 @@ fn permissions_string(perm: u32, link: bool, dir: bool) -> String {
         s.push(if bits & 1 != 0 { 'x' } else { '-' });
     }
     s
+}
+
+/// What `statx` says about an entry, as the files API needs it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meta {
+    /// File, directory, symlink, FIFO, …
+    pub file_type: RawFileType,
+    /// Permission bits (with set-id and sticky bits).
+    pub perm: u32,
+    /// Host uid of the owner.
+    pub uid: u32,
+    /// Host gid of the group.
+    pub gid: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification.
+    pub modified: Option<SystemTime>,
+    /// Whether it is the root of a mount.
+    pub mount_root: bool,
+}
+
+impl Meta {
+    pub(crate) fn from_statx(s: &Statx) -> Self {
+        let mtime = Duration::new(0, s.stx_mtime.tv_nsec);
+        let modified = match u64::try_from(s.stx_mtime.tv_sec) {
+            Ok(secs) => UNIX_EPOCH.checked_add(Duration::from_secs(secs) + mtime),
+            Err(_) => UNIX_EPOCH
+                .checked_sub(Duration::from_secs(s.stx_mtime.tv_sec.unsigned_abs()) - mtime),
+        };
+        let mode = u32::from(s.stx_mode);
+        Self {
+            file_type: RawFileType::from_raw_mode(mode),
+            perm: mode & 0o7777,
+            uid: s.stx_uid,
+            gid: s.stx_gid,
+            size: s.stx_size,
+            modified,
+            mount_root: s.stx_attributes_mask.contains(StatxAttributes::MOUNT_ROOT)
+                && s.stx_attributes.contains(StatxAttributes::MOUNT_ROOT),
+        }
+    }
+
+    /// A directory (not a symlink to one).
+    pub fn is_dir(&self) -> bool {
+        self.file_type == RawFileType::Directory
+    }
+
+    /// A symlink.
+    pub fn is_symlink(&self) -> bool {
+        self.file_type == RawFileType::Symlink
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 pub mod entry;
 pub mod files_http;
 pub mod metadata;
+pub mod owners;
 pub mod rpc;
 pub mod sandbox_fs;
 pub mod watch;

@@ -12,7 +12,7 @@ use e2b_wire::filesystem::{ListDirRequest, MoveRequest, PathRequest};
 use http::HeaderMap;
 
 use super::entry::{EntryResponse, ListDirResponse};
-use super::sandbox_fs::{FsError, FsErrorKind, SandboxFs};
+use super::sandbox_fs::{connect_error, FsError, FsErrorKind, SandboxFs};
 use super::watch::{self, Live, Tree, WatchRequest};
 use crate::connect_rpc as rpc;
 use crate::context::Envd;
@@ -27,23 +27,6 @@ const MAX_DEPTH: u32 = 64;
 pub(crate) fn open_fs(sandbox: &Envd, headers: &HeaderMap) -> Result<SandboxFs, ConnectError> {
     let user = rpc::user_from_headers(headers)?;
     Ok(sandbox.fs(user))
-}
-
-/// The Connect error for a failed operation, in envd's words.
-pub(crate) fn connect_error(e: FsError) -> ConnectError {
-    use FsErrorKind as K;
-    let code = match e.kind {
-        K::NotFound => Code::NotFound,
-        K::NotADirectory
-        | K::IsADirectory
-        | K::NotRegular
-        | K::TooManySymlinks
-        | K::InvalidPath(_) => Code::InvalidArgument,
-        K::PseudoFs(_) | K::ReadOnly | K::PermissionDenied => Code::PermissionDenied,
-        K::AlreadyExists => Code::AlreadyExists,
-        K::NoSpace | K::Other(_) => Code::Internal,
-    };
-    ConnectError::new(code, e.to_string())
 }
 
 /// Runs an operation that may walk a whole tree on the blocking pool.

@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use e2b_wire::filesystem::FileType as EntryType;
 
 use super::*;
+use std::time::Duration;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -55,7 +56,7 @@ impl Fixture {
     }
 }
 
-fn kind<T: fmt::Debug>(r: Result<T, FsError>) -> FsErrorKind {
+fn kind<T: std::fmt::Debug>(r: Result<T, FsError>) -> FsErrorKind {
     r.unwrap_err().kind
 }
 
