@@ -170,6 +170,31 @@ impl Drop for Anchor {
     }
 }
 
+/// What the sandbox's root may do: Docker's default capability set. Not
+/// `CAP_SYS_ADMIN`: bubblewrap's read-only binds of host directories are
+/// made inside the sandbox's own user namespace, so their flags are not
+/// locked, and with it root could remount them writable (and write a host
+/// file that others may write), mount, or make namespaces. Nor
+/// `CAP_NET_ADMIN`, `CAP_SYS_PTRACE` (its own processes it may trace
+/// anyway), `CAP_SYS_MODULE` and the like. These bound every process of
+/// the sandbox.
+const ROOT_CAPABILITIES: [&str; 14] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FSETID",
+    "CAP_FOWNER",
+    "CAP_MKNOD",
+    "CAP_NET_RAW",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETFCAP",
+    "CAP_SETPCAP",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT",
+    "CAP_KILL",
+    "CAP_AUDIT_WRITE",
+];
+
 /// Hands `fd` to the child `cmd` starts, at the same number (returned),
 /// without letting any other child inherit it: the parent's copy keeps
 /// `FD_CLOEXEC`, the child's loses it between fork and exec (bubblewrap
@@ -184,27 +209,23 @@ pub(super) fn pass_fd(cmd: &mut Command, fd: OwnedFd) -> std::os::fd::RawFd {
 /// bubblewrap's arguments for a sandbox running envd from `envd` (a host
 /// file bound read-only at [`ENVD_PATH`]); the root filesystem's come
 /// after these.
-pub(super) fn bwrap_prefix(
-    cmd: &mut Command,
-    envd: &Path,
-    privileged: bool,
-) -> std::io::Result<()> {
+pub(super) fn bwrap_prefix(cmd: &mut Command, envd: &Path, privileged: bool) {
     // bwrap tells the pid of the sandbox's init on stdout, then waits on
     // stdin until the server has written the user namespace's maps.
     cmd.args(["--unshare-user", "--info-fd", "1", "--userns-block-fd", "0"]);
     if privileged {
-        // envd is the sandbox's root: capabilities in its own user
-        // namespace only, over nothing the namespace does not map.
-        cmd.args(["--cap-add", "ALL"]);
+        // envd is the sandbox's root, with root's capabilities in its own
+        // user namespace only (over nothing the namespace does not map).
+        for cap in ROOT_CAPABILITIES {
+            cmd.args(["--cap-add", cap]);
+        }
     }
-    super::seccomp::add_to_bwrap(cmd)?;
     // Directories bubblewrap makes on its own are its user's alone (0700):
     // the sandbox's root's now. Those `user` must cross are made first.
     for dir in ["/opt", "/opt/e2b"] {
         cmd.args(["--perms", "0755", "--dir", dir]);
     }
     cmd.arg("--ro-bind").arg(envd).arg(ENVD_PATH);
-    Ok(())
 }
 
 /// Reads `{"child-pid": N, …}` from bwrap's info fd (its stdout).

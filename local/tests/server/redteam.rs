@@ -374,16 +374,14 @@ async fn remounting_and_replacing_envd_leave_the_host_unchanged() {
     remount_attempts(false).await;
 }
 
-/// FINDING (server as root): the sandbox's root holds `CAP_SYS_ADMIN` over
-/// the mount namespace bubblewrap built, and the read-only binds of host
+/// The red team's finding (server as root): the read-only binds of host
 /// paths (`/usr`, `/etc/*`, envd, the template's venv) are bwrap's own
-/// remounts, not locked: `mount -o remount,rw,bind /usr` succeeds, and
-/// then any host file there that the sandbox's uids may write by its mode
-/// (world-writable ones; here made so on purpose) is changed on the host.
-/// Ignored until fixed; `cargo test … -- --ignored` shows it.
+/// remounts, not locked, so a sandbox root holding `CAP_SYS_ADMIN` could
+/// remount them writable and change any host file there that its uids may
+/// write by mode (world-writable ones; here made so on purpose). The
+/// sandbox's root now has Docker's default capabilities, without it.
 #[tokio::test]
-#[ignore = "finding: the sandbox root can remount host binds read-write"]
-async fn finding_host_binds_can_be_remounted_writable() {
+async fn host_binds_stay_read_only_even_over_world_writable_files() {
     remount_attempts(true).await;
 }
 
