@@ -181,6 +181,9 @@ pub(crate) async fn apply(State(faults): State<Faults>, req: Request, next: Next
     }
 }
 
+/// How long a reset waits for what came before it to be written.
+const RESET_GRACE: Duration = Duration::from_millis(20);
+
 /// What a body transformer does with a chunk (or the end).
 enum Step {
     /// Send these and go on.
@@ -302,6 +305,10 @@ fn transform(resp: Response, t: impl BodyTransform) -> Response {
                     Phase::Ended => return None,
                     Phase::Reset => {
                         phase = Phase::Ended;
+                        // What was sent must reach the client before the
+                        // cut: hyper writes the head with the first bytes,
+                        // and an error on the next poll drops that write.
+                        tokio::time::sleep(RESET_GRACE).await;
                         let err = std::io::Error::new(
                             std::io::ErrorKind::ConnectionReset,
                             "injected fault: connection reset",

@@ -53,6 +53,24 @@ pub enum PortError {
     Unavailable(String),
 }
 
+/// How one try at a connection failed.
+enum Attempt {
+    /// envd is gone (it closed the connection unanswered, or its control
+    /// socket): worth one more try on a fresh sandbox.
+    EnvdGone(String),
+    /// Anything else.
+    Failed(PortError),
+}
+
+impl Attempt {
+    fn into_error(self) -> PortError {
+        match self {
+            Attempt::EnvdGone(why) => PortError::Unavailable(why),
+            Attempt::Failed(e) => e,
+        }
+    }
+}
+
 /// One sandbox: its host side, and its envd once started.
 pub struct SandboxRunner {
     launcher: Launcher,
@@ -143,18 +161,35 @@ impl SandboxRunner {
     /// sandbox if needed. What comes back is a socket the server made;
     /// envd holds the other end.
     pub async fn open_port(&self, port: u16) -> Result<tokio::net::UnixStream, PortError> {
-        let unavailable = |e: std::io::Error| PortError::Unavailable(e.to_string());
-        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(unavailable)?;
+        match self.try_open_port(port).await {
+            // envd died (its own root may kill it) and bubblewrap has not
+            // exited yet: stop what is left and start the sandbox again.
+            Err(Attempt::EnvdGone(_)) => {
+                if let Ok(mut slot) = self.anchor.lock() {
+                    slot.take();
+                }
+                self.try_open_port(port).await.map_err(Attempt::into_error)
+            }
+            other => other.map_err(Attempt::into_error),
+        }
+    }
+
+    async fn try_open_port(&self, port: u16) -> Result<tokio::net::UnixStream, Attempt> {
+        let failed = |e: std::io::Error| Attempt::Failed(PortError::Unavailable(e.to_string()));
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(failed)?;
         {
-            let mut slot = self.anchor.lock().map_err(|_| poisoned())?;
-            let anchor = self.started(&mut slot)?;
-            anchor.send_connection(port, &theirs).map_err(|e| {
-                PortError::Unavailable(format!("envd does not take connections: {e}"))
-            })?;
+            let mut slot = self
+                .anchor
+                .lock()
+                .map_err(|_| Attempt::Failed(poisoned()))?;
+            let anchor = self.started(&mut slot).map_err(Attempt::Failed)?;
+            anchor
+                .send_connection(port, &theirs)
+                .map_err(|e| Attempt::EnvdGone(format!("envd does not take connections: {e}")))?;
         }
         drop(theirs);
-        ours.set_nonblocking(true).map_err(unavailable)?;
-        let mut ours = tokio::net::UnixStream::from_std(ours).map_err(unavailable)?;
+        ours.set_nonblocking(true).map_err(failed)?;
+        let mut ours = tokio::net::UnixStream::from_std(ours).map_err(failed)?;
         let mut status = [0u8; 1];
         let answered = tokio::time::timeout(CONNECT_TIMEOUT, ours.read_exact(&mut status)).await;
         match answered {
@@ -166,7 +201,7 @@ impl SandboxRunner {
                 }
                 Ok(ours)
             }
-            Ok(Ok(_)) => Err(PortError::Closed),
+            Ok(Ok(_)) => Err(Attempt::Failed(PortError::Closed)),
             Ok(Err(_)) => {
                 let why = self
                     .anchor
@@ -175,11 +210,11 @@ impl SandboxRunner {
                     .and_then(|mut slot| slot.as_mut().map(Anchor::failure))
                     .filter(|why| !why.is_empty())
                     .unwrap_or_else(|| "the sandbox's envd is not running".into());
-                Err(PortError::Unavailable(why))
+                Err(Attempt::EnvdGone(why))
             }
-            Err(_) => Err(PortError::Unavailable(
+            Err(_) => Err(Attempt::Failed(PortError::Unavailable(
                 "the sandbox's envd did not answer".into(),
-            )),
+            ))),
         }
     }
 

