@@ -15,17 +15,17 @@
 //! `clone` and libmount to `mount(2)`. Docker does the same for `clone3`.
 //!
 //! **What it does not block**: what the kernel already confines to the
-//! sandbox's own namespaces. The sandbox's `root` keeps every capability
-//! *inside* them: it may `mount`, `umount2` and `pivot_root` in its own
-//! mount namespace, make other namespaces (mount, network, IPC, UTS, pid,
-//! cgroup, time; never a user namespace), configure its own network
-//! (netfilter included) and `setns` into its own namespaces. `ptrace` and
-//! its kin (`process_vm_readv`/`writev`, `kcmp`, `pidfd_getfd`,
-//! `process_madvise`) stay, as under Docker since Linux 4.8 (before it a
-//! tracer could change a syscall after seccomp checked it), so gdb and
-//! strace work: the pid namespace shows only the sandbox's processes, and
-//! each of them runs under this same filter (bwrap applies it to its own
-//! pid 1 too, and every process descends from envd), so
+//! sandbox's own namespaces, and what the capability set (Docker's
+//! default, without `CAP_SYS_ADMIN`: see `anchor.rs`) already withholds.
+//! `mount`, `umount2`, `pivot_root`, `setns` and making other namespaces
+//! stay allowed here, so a sandbox given those capabilities would keep
+//! them inside its own namespaces; today its root holds none of them.
+//! `ptrace` and its kin (`process_vm_readv`/`writev`, `kcmp`,
+//! `pidfd_getfd`, `process_madvise`) stay, as under Docker since Linux 4.8
+//! (before it a tracer could change a syscall after seccomp checked it),
+//! so gdb and strace work: the pid namespace shows only the sandbox's
+//! processes, and each of them runs under this same filter (bwrap applies
+//! it to its own pid 1 too, and every process descends from envd), so
 //! tracing one cannot borrow an unfiltered process. A kernel bug in what
 //! stays allowed still escapes: the filter narrows the kernel's attack
 //! surface, it does not make the sandbox a VM.
