@@ -21,6 +21,10 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "../build-support/nested_cargo.rs"]
+mod nested_cargo;
+use nested_cargo::{outer_target_dir, scrub_environment};
+
 const GUEST_PACKAGE: &str = "e2b-tools-component";
 const GUEST_ARTIFACT: &str = "e2b_tools.wasm";
 const WASM_TARGET: &str = "wasm32-wasip2";
@@ -107,47 +111,6 @@ fn build_guest(workspace: &Path, features: Option<&str>, target_dir: &Path) -> P
         .join(WASM_TARGET)
         .join("release")
         .join(GUEST_ARTIFACT)
-}
-
-/// The target directory of the outer build, so the guest's lands beside it.
-fn outer_target_dir(workspace: &Path) -> PathBuf {
-    match env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            if dir.is_absolute() {
-                dir
-            } else {
-                workspace.join(dir)
-            }
-        }
-        None => workspace.join("target"),
-    }
-}
-
-/// Removes what the outer cargo set for this build script and would
-/// otherwise steer the nested wasm build.
-fn scrub_environment(build: &mut Command) {
-    for (key, _) in env::vars_os() {
-        let Some(key) = key.to_str() else { continue };
-        let leaks_from_outer_build =
-            (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_MAKEFLAGS")
-                || matches!(
-                    key,
-                    "RUSTFLAGS"
-                        | "RUSTC_WRAPPER"
-                        | "RUSTC_WORKSPACE_WRAPPER"
-                        | "TARGET"
-                        | "HOST"
-                        | "OUT_DIR"
-                        | "OPT_LEVEL"
-                        | "PROFILE"
-                        | "DEBUG"
-                        | "NUM_JOBS"
-                );
-        if leaks_from_outer_build {
-            build.env_remove(key);
-        }
-    }
 }
 
 fn embed(rustc_env: &str, wasm: &Path) {

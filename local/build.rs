@@ -14,6 +14,10 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "../build-support/nested_cargo.rs"]
+mod nested_cargo;
+use nested_cargo::{outer_target_dir, scrub_environment};
+
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let workspace = manifest_dir
@@ -60,39 +64,4 @@ fn build_envd(workspace: &Path, target_dir: &Path) -> PathBuf {
         panic!("building envd failed ({status})");
     }
     target_dir.join("release").join("e2b-envd")
-}
-
-/// The target directory of the outer build, so envd's lands beside it.
-fn outer_target_dir(workspace: &Path) -> PathBuf {
-    match env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) if Path::new(&dir).is_absolute() => PathBuf::from(dir),
-        Some(dir) => workspace.join(dir),
-        None => workspace.join("target"),
-    }
-}
-
-/// Removes what the outer cargo set for this build script and would
-/// otherwise steer the nested build.
-fn scrub_environment(build: &mut Command) {
-    for (key, _) in env::vars_os() {
-        let Some(key) = key.to_str() else { continue };
-        let leaks_from_outer_build =
-            (key.starts_with("CARGO_") && key != "CARGO_HOME" && key != "CARGO_MAKEFLAGS")
-                || matches!(
-                    key,
-                    "RUSTFLAGS"
-                        | "RUSTC_WRAPPER"
-                        | "RUSTC_WORKSPACE_WRAPPER"
-                        | "TARGET"
-                        | "HOST"
-                        | "OUT_DIR"
-                        | "OPT_LEVEL"
-                        | "PROFILE"
-                        | "DEBUG"
-                        | "NUM_JOBS"
-                );
-        if leaks_from_outer_build {
-            build.env_remove(key);
-        }
-    }
 }

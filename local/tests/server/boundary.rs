@@ -10,28 +10,19 @@ use serde_json::{json, Value};
 
 use crate::common::{run, start, stderr_of, stdout_of, Harness, Sbx};
 
-/// A shared library whose constructor creates `marker` (an absolute path):
-/// wherever it is loaded, that file appears in that process's filesystem.
-/// It is also an audit library (`la_version`), so `LD_AUDIT` loads it too.
+/// `tests/fixtures/preload_marker.c` built to mark `marker` (an absolute
+/// path): wherever it is loaded, that file appears in that process's
+/// filesystem. It is also an audit library, so `LD_AUDIT` loads it too.
 fn marking_library(dir: &Path, marker: &str) -> Vec<u8> {
-    let source = dir.join("mark.c");
-    std::fs::write(
-        &source,
-        format!(
-            "#include <fcntl.h>\n#include <unistd.h>\n\
-             unsigned int la_version(unsigned int v) {{ return v; }}\n\
-             __attribute__((constructor)) static void mark(void) {{\n\
-               int fd = open(\"{marker}\", O_WRONLY | O_CREAT | O_APPEND, 0644);\n\
-               if (fd >= 0) {{ (void)write(fd, \"loaded\\n\", 7); close(fd); }}\n\
-             }}\n"
-        ),
-    )
-    .unwrap();
     let library = dir.join("mark.so");
     let status = std::process::Command::new("cc")
         .args(["-shared", "-fPIC", "-o"])
         .arg(&library)
-        .arg(&source)
+        .arg(format!("-DMARKER=\"{marker}\""))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/preload_marker.c"
+        ))
         .status()
         .expect("a C compiler (cc) for the test library");
     assert!(status.success());

@@ -53,9 +53,9 @@ pub(crate) enum FsErrorKind {
     IsADirectory,
     /// A FIFO, socket or device where a regular file was needed.
     NotRegular,
-    /// On the kernel pseudo-filesystem named ([`PSEUDO_FILESYSTEMS`]).
+    /// On the kernel pseudo-filesystem named ([`super::PSEUDO_FILESYSTEMS`]).
     PseudoFs(&'static str),
-    /// A read-only mount, or one of the [`MOUNT_POINTS`] (`EROFS`).
+    /// A read-only mount, or one of the [`super::MOUNT_POINTS`] (`EROFS`).
     ReadOnly,
     /// `EACCES`/`EPERM`.
     PermissionDenied,
