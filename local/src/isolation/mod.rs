@@ -135,7 +135,7 @@ impl Launcher {
                 (false, _) => Enforcement::Rlimits,
             },
             disks: Disk::available(privileged),
-            internet: Internet::detect(),
+            internet: Internet::detect(privileged),
             limits,
         };
         let launcher = Launcher::Bwrap(Arc::new(isolated));

@@ -29,13 +29,28 @@ pub enum Internet {
 }
 
 impl Internet {
-    /// Finds slirp4netns and what it needs (`/dev/net/tun` openable by us).
-    pub fn detect() -> Self {
+    /// Finds slirp4netns and what it needs: `/dev/net/tun` openable by the
+    /// uid slirp4netns runs as, a sandbox's (so, on a server run as root,
+    /// by any uid: `crw-rw-rw-`, as udev makes it) or the server's own.
+    pub fn detect(privileged: bool) -> Self {
         let Some(slirp) = find("slirp4netns") else {
             return Internet::Unavailable(
                 "slirp4netns not found (apt-get install slirp4netns)".into(),
             );
         };
+        if privileged {
+            use std::os::unix::fs::PermissionsExt;
+            return match std::fs::metadata("/dev/net/tun") {
+                Ok(m) if m.permissions().mode() & 0o006 == 0o006 => Internet::Slirp(slirp),
+                Ok(_) => Internet::Unavailable(
+                    "/dev/net/tun is not open to unprivileged uids, and slirp4netns runs as \
+                     the sandbox's: `chmod 0666 /dev/net/tun` (udev's default) gives \
+                     sandboxes internet"
+                        .into(),
+                ),
+                Err(e) => Internet::Unavailable(format!("/dev/net/tun: {e}")),
+            };
+        }
         match std::fs::OpenOptions::new()
             .read(true)
             .write(true)

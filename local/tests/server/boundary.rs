@@ -395,3 +395,47 @@ async fn official_sdk_boundary_attacks_fail() {
     assert!(!Path::new(&marker).exists());
     h.server.shutdown().await;
 }
+
+/// slirp4netns, which parses the sandbox's packets, runs as the sandbox's
+/// root uid (in its user namespace), never as host root. Where the
+/// sandboxes have no internet (the startup line says why) there is no
+/// slirp4netns to check.
+#[tokio::test]
+async fn slirp4netns_runs_as_the_sandbox_uid() {
+    let h = start().await;
+    if !h
+        .server
+        .isolation()
+        .contains("internet through slirp4netns")
+    {
+        eprintln!("skipped: {}", h.server.isolation());
+        return;
+    }
+    let sbx = h.create_default().await;
+    let (events, _) = run(&h, &sbx, "grep -o eth0 /proc/net/dev").await;
+    assert_eq!(stdout_of(&events), "eth0
+", "{}", stderr_of(&events));
+    let me = std::process::id().to_string();
+    let slirp_uids: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let status = std::fs::read_to_string(e.path().join("status")).ok()?;
+            let field = |key: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
+            };
+            (field("Name:")? == "slirp4netns" && field("PPid:")? == me)
+                .then(|| field("Uid:")?.parse().ok())
+                .flatten()
+        })
+        .collect();
+    assert!(!slirp_uids.is_empty(), "no slirp4netns of this server");
+    assert!(
+        slirp_uids.iter().all(|uid| *uid != 0),
+        "slirp4netns as host root: {slirp_uids:?}"
+    );
+    h.server.shutdown().await;
+}
