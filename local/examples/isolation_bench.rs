@@ -1,9 +1,26 @@
-//! What isolation costs: sandbox creation and a trivial command, on a
-//! server without isolation and on one with every layer (with and without
-//! internet), side by side in one run. Prints a table and writes
-//! `local/BENCHMARKS.md`:
-//! `cargo run --release -p e2b-local --example isolation_bench [-- RUNS]`.
+//! What isolation costs: sandbox creation, a trivial command and the
+//! memory a sandbox takes on the host, on a server without isolation and on
+//! one with every layer (with and without internet), side by side in one
+//! run. Prints the tables and writes `local/BENCHMARKS.md` (or `OUT`),
+//! keeping the hand-written `## ` sections that follow the generated part:
+//! `cargo run --release -p e2b-local --example isolation_bench [-- RUNS [OUT]]`.
+//!
+//! Memory per sandbox is read once per sandbox, right after its first
+//! command (which starts it), while it is the only sandbox alive: its host
+//! processes are the children of this process (the server runs in it) that
+//! appeared since just before the sandbox was created and are `bwrap`,
+//! `envd`/`e2b-envd` or `slirp4netns`, plus all their descendants (bwrap's
+//! init, `sleep` in the old design). Helpers the server runs and that end
+//! (`mkfs.ext4`, `mount`, a previous sandbox's `umount`) are not counted;
+//! neither is what the server itself holds for the sandbox. For each process
+//! `Pss`, `Rss` and `Anonymous` come from `/proc/<pid>/smaps_rollup` and are
+//! summed; envd's own `Rss` is reported apart. Each column is the median over
+//! the sandboxes. With one sandbox alive at a time, PSS charges the sandbox
+//! the whole of the file pages its processes share with nobody else (envd's
+//! binary among them); with many sandboxes alive those would be split
+//! between them. `Anonymous` (heap, stacks) is what no other sandbox shares.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use e2b_local::{Isolation, LocalServer, Options};
@@ -22,7 +39,18 @@ struct Samples {
     first: Vec<Duration>,
     command: Vec<Duration>,
     kill: Vec<Duration>,
+    /// Per sandbox, in KiB: PSS and RSS summed over its host processes,
+    /// envd's RSS (when there is an envd process).
+    pss: Vec<u64>,
+    rss: Vec<u64>,
+    anon: Vec<u64>,
+    envd_rss: Vec<u64>,
+    /// The names of each sandbox's host processes (distinct lists).
+    processes: Vec<String>,
 }
+
+/// The host processes a sandbox starts: their memory is its memory.
+const SANDBOX_ROOTS: &[&str] = &["bwrap", "envd", "e2b-envd", "slirp4netns"];
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -31,6 +59,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|r| r.parse())
         .transpose()?
         .unwrap_or(30);
+    let out = std::env::args()
+        .nth(2)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/BENCHMARKS.md").to_string());
     let setups = [
         Setup {
             name: "no isolation (`--no-isolation`)",
@@ -63,6 +94,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut s = Samples::default();
         // Rounds interleave nothing else; the first sandbox warms caches.
         for round in 0..=runs {
+            let before = pids()?;
             let t = Instant::now();
             let created: Value = http
                 .post(format!("{}/v2/sandboxes", server.url()))
@@ -103,6 +135,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Ok::<_, reqwest::Error>(t.elapsed())
             };
             let first = run().await?;
+            let memory = sandbox_memory(&before)?;
             let mut commands = Vec::new();
             for _ in 0..5 {
                 commands.push(run().await?);
@@ -119,10 +152,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 s.first.push(first);
                 s.command.extend(commands);
                 s.kill.push(kill);
+                s.pss.push(memory.pss);
+                s.rss.push(memory.rss);
+                s.anon.push(memory.anon);
+                s.envd_rss.extend(memory.envd_rss);
+                if !s.processes.contains(&memory.names) {
+                    s.processes.push(memory.names);
+                }
             }
         }
         server.shutdown().await;
-        rows.push((setup.name, s));
+        rows.push((setup, s));
     }
     let mut md = String::from(
         "# What isolation costs (local server)\n\n\
@@ -141,13 +181,56 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
          - **kill**: `DELETE /sandboxes/{id}` (teardown finishes in the background).\n\n\
          | server | create p50 / p95 | first command p50 / p95 | command p50 / p95 | kill p50 |\n|---|---|---|---|---|\n",
     );
-    for (name, s) in &mut rows {
+    for (setup, s) in &mut rows {
         md.push_str(&format!(
-            "| {name} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} |\n",
+            setup.name,
             p50_p95(&mut s.create),
             p50_p95(&mut s.first),
             p50_p95(&mut s.command),
             ms(percentile(&mut s.kill, 0.5))
+        ));
+    }
+    md.push_str(
+        "\n**Memory per sandbox** (host side), read right after a sandbox's first command, \
+         while it is the only one alive: the children of the server that appeared for it \
+         and are `bwrap`, envd or `slirp4netns`, with all their descendants; `Pss` and `Rss` \
+         from `/proc/<pid>/smaps_rollup`, summed over them. Helpers that end (`mkfs.ext4`, \
+         `mount`) and what the server itself keeps for the sandbox are not counted. PSS splits \
+         shared pages between the processes mapping them (with one sandbox alive, envd's \
+         binary is charged whole to it); RSS counts them in full; anonymous memory (heap, \
+         stacks) is the part no other sandbox shares. Medians over the sandboxes.\n\n\
+         | server | host processes | PSS p50 | RSS p50 | anonymous p50 | envd RSS p50 |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    let mut offline = Vec::new();
+    for (setup, s) in &mut rows {
+        if setup.internet && !s.processes.iter().any(|p| p.contains("slirp4netns")) {
+            offline.push(setup.name);
+        }
+        let processes = if s.processes.iter().all(|p| p.is_empty()) {
+            "none".to_string()
+        } else {
+            s.processes.join(" / ")
+        };
+        let envd = if s.envd_rss.is_empty() {
+            "—".to_string()
+        } else {
+            mib(percentile(&mut s.envd_rss, 0.5))
+        };
+        md.push_str(&format!(
+            "| {} | {processes} | {} | {} | {} | {envd} |\n",
+            setup.name,
+            mib(percentile(&mut s.pss, 0.5)),
+            mib(percentile(&mut s.rss, 0.5)),
+            mib(percentile(&mut s.anon, 0.5)),
+        ));
+    }
+    for name in offline {
+        md.push_str(&format!(
+            "\n**Warning**: no `slirp4netns` ran for the sandboxes of \"{name}\" \
+             (it did not come up): they had no internet, and that row measures \
+             a failed attempt, not slirp4netns.\n"
         ));
     }
     let base = percentile(&mut rows[0].1.command, 0.5);
@@ -159,11 +242,106 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ms(base)
     ));
     print!("{md}");
-    std::fs::write(concat!(env!("CARGO_MANIFEST_DIR"), "/BENCHMARKS.md"), md)?;
+    // The hand-written history after the generated part stays.
+    let previous = std::fs::read_to_string(&out).unwrap_or_default();
+    if let Some(at) = previous.find("\n## ") {
+        md.push_str(&previous[at..]);
+    }
+    std::fs::write(&out, md)?;
     Ok(())
 }
 
-fn percentile(v: &mut [Duration], p: f64) -> Duration {
+/// Every pid on the host now.
+fn pids() -> std::io::Result<HashSet<u32>> {
+    let mut pids = HashSet::new();
+    for entry in std::fs::read_dir("/proc")? {
+        if let Some(pid) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
+            pids.insert(pid);
+        }
+    }
+    Ok(pids)
+}
+
+struct Memory {
+    pss: u64,
+    rss: u64,
+    anon: u64,
+    envd_rss: Option<u64>,
+    names: String,
+}
+
+/// The memory of the sandbox's host processes: this process's children
+/// that are not in `before` and are one of [`SANDBOX_ROOTS`], and all their
+/// descendants.
+fn sandbox_memory(before: &HashSet<u32>) -> Result<Memory, Box<dyn std::error::Error>> {
+    // (pid, parent, name) of every process.
+    let mut procs = Vec::new();
+    for pid in pids()? {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue; // gone meanwhile
+        };
+        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = stat[open + 1..close].to_string();
+        let ppid: u32 = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        procs.push((pid, ppid, name));
+    }
+    let me = std::process::id();
+    let mut ours: Vec<(u32, String)> = procs
+        .iter()
+        .filter(|(pid, ppid, name)| {
+            *ppid == me && !before.contains(pid) && SANDBOX_ROOTS.contains(&name.as_str())
+        })
+        .map(|(pid, _, name)| (*pid, name.clone()))
+        .collect();
+    let mut i = 0;
+    while i < ours.len() {
+        let parent = ours[i].0;
+        for (pid, ppid, name) in &procs {
+            if *ppid == parent {
+                ours.push((*pid, name.clone()));
+            }
+        }
+        i += 1;
+    }
+    let mut memory = Memory {
+        pss: 0,
+        rss: 0,
+        anon: 0,
+        envd_rss: None,
+        names: String::new(),
+    };
+    for (pid, name) in &ours {
+        let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+            .map_err(|e| format!("reading the memory of {name} ({pid}): {e}"))?;
+        let field = |key: &str| {
+            rollup
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let rss = field("Rss:");
+        memory.pss += field("Pss:");
+        memory.rss += rss;
+        memory.anon += field("Anonymous:");
+        if name == "envd" || name == "e2b-envd" {
+            *memory.envd_rss.get_or_insert(0) += rss;
+        }
+    }
+    let mut names: Vec<&str> = ours.iter().map(|(_, n)| n.as_str()).collect();
+    names.sort();
+    memory.names = names.join(", ");
+    Ok(memory)
+}
+
+fn percentile<T: Ord + Copy + Default>(v: &mut [T], p: f64) -> T {
     v.sort();
     v.get(((v.len() as f64 - 1.0) * p).round() as usize)
         .copied()
@@ -176,4 +354,8 @@ fn p50_p95(v: &mut [Duration]) -> String {
 
 fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.2} MiB", kib as f64 / 1024.0)
 }
