@@ -413,8 +413,13 @@ async fn slirp4netns_runs_as_the_sandbox_uid() {
     }
     let sbx = h.create_default().await;
     let (events, _) = run(&h, &sbx, "grep -o eth0 /proc/net/dev").await;
-    assert_eq!(stdout_of(&events), "eth0
-", "{}", stderr_of(&events));
+    assert_eq!(
+        stdout_of(&events),
+        "eth0
+",
+        "{}",
+        stderr_of(&events)
+    );
     let me = std::process::id().to_string();
     let slirp_uids: Vec<u32> = std::fs::read_dir("/proc")
         .unwrap()
@@ -437,5 +442,41 @@ async fn slirp4netns_runs_as_the_sandbox_uid() {
         slirp_uids.iter().all(|uid| *uid != 0),
         "slirp4netns as host root: {slirp_uids:?}"
     );
+    h.server.shutdown().await;
+}
+
+/// A terminal's descriptors are close-on-exec from their creation: while
+/// one process runs on a PTY, another command inherits neither end.
+#[tokio::test]
+async fn pty_descriptors_are_not_inherited_by_other_commands() {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    let mut pty = h
+        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
+        .header("content-type", "application/connect+json")
+        .body(e2b_wire::connect::encode_envelope(
+            0,
+            json!({
+                "process": {"cmd": "/bin/bash", "args": ["-i", "-c", "sleep 30"]},
+                "pty": {"size": {"cols": 80, "rows": 24}},
+            })
+            .to_string()
+            .as_bytes(),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pty.status(), 200);
+    let first = pty.chunk().await.unwrap().unwrap();
+    let (events, _) = crate::common::parse_stream(&first);
+    assert!(events[0]["event"]["start"]["pid"].is_u64(), "{events:?}");
+    let (events, _) = run(
+        &h,
+        &sbx,
+        "ls -l /proc/self/fd/ | grep -c -e ptmx -e /dev/pts || true",
+    )
+    .await;
+    assert_eq!(stdout_of(&events), "0\n", "{}", stderr_of(&events));
+    drop(pty);
     h.server.shutdown().await;
 }
