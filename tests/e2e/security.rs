@@ -657,3 +657,85 @@ async fn the_key_and_token_never_appear_in_mcp_messages() {
         "closing MCP shut the sandbox down"
     );
 }
+
+/// The model's own path to the attack of issue 25: `run_command`'s `envs`
+/// name a library the model wrote with `write_file`, also through the
+/// host's `/proc/<pid>/root`. It loads only in the sandbox's command,
+/// never in a host process.
+#[tokio::test]
+async fn a_preload_library_in_run_command_envs_never_loads_on_the_host() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("/tmp/e2b-e2e-preload-{}", std::process::id());
+    let library = dir.path().join("mark.so");
+    let built = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(format!("-DMARKER=\"{marker}\""))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/local/tests/fixtures/preload_marker.c"
+        ))
+        .status()
+        .expect("a C compiler (cc) for the test library (local/tests/fixtures)");
+    assert!(built.success());
+    let bytes = std::fs::read(&library).unwrap();
+    let server = server().await;
+    let s = session(&server).await;
+    ok(call(
+        &s,
+        "write_file",
+        json!({
+            "path": "/home/user/e.so",
+            "content": base64::engine::general_purpose::STANDARD.encode(&bytes),
+            "encoding": "base64",
+        }),
+    )
+    .await);
+    ok(call(
+        &s,
+        "start_background_command",
+        json!({"command": "sleep 987607"}),
+    )
+    .await);
+    let want = b"sleep\x00987607\x00";
+    let pid = (0..250)
+        .find_map(|_| {
+            let found = std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                (std::fs::read(e.path().join("cmdline")).ok()? == want).then_some(pid)
+            });
+            if found.is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            found
+        })
+        .expect("the sandbox's sleep runs");
+    for var in ["LD_PRELOAD", "LD_AUDIT"] {
+        for path in [
+            "/home/user/e.so".to_string(),
+            format!("/proc/{pid}/root/home/user/e.so"),
+        ] {
+            ok(call(
+                &s,
+                "run_command",
+                json!({"command": "true", "envs": {var: path}}),
+            )
+            .await);
+            assert!(
+                !Path::new(&marker).exists(),
+                "{var}={path} in run_command's envs loaded on the host"
+            );
+        }
+    }
+    let inside = ok(call(&s, "read_file", json!({"path": marker})).await);
+    assert!(
+        inside["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("loaded"),
+        "the library never loaded in the sandbox: {inside}"
+    );
+    let _ = s.shutdown().await;
+    server.shutdown().await;
+}
