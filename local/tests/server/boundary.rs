@@ -225,17 +225,11 @@ async fn a_killed_process_is_reaped() {
     let h = start().await;
     let sbx = h.create_default().await;
     let mut resp = h
-        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
-        .header("content-type", "application/connect+json")
-        .body(e2b_wire::connect::encode_envelope(
-            0,
-            json!({"process": {"cmd": "sleep", "args": ["987603"]}})
-                .to_string()
-                .as_bytes(),
-        ))
-        .send()
-        .await
-        .unwrap();
+        .start_process(
+            &sbx,
+            json!({"process": {"cmd": "sleep", "args": ["987603"]}}),
+        )
+        .await;
     let first = resp.chunk().await.unwrap().unwrap();
     let (start_events, _) = crate::common::parse_stream(&first);
     let pid = start_events[0]["event"]["start"]["pid"].as_u64().unwrap();
@@ -452,21 +446,14 @@ async fn pty_descriptors_are_not_inherited_by_other_commands() {
     let h = start().await;
     let sbx = h.create_default().await;
     let mut pty = h
-        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
-        .header("content-type", "application/connect+json")
-        .body(e2b_wire::connect::encode_envelope(
-            0,
+        .start_process(
+            &sbx,
             json!({
                 "process": {"cmd": "/bin/bash", "args": ["-i", "-c", "sleep 30"]},
                 "pty": {"size": {"cols": 80, "rows": 24}},
-            })
-            .to_string()
-            .as_bytes(),
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(pty.status(), 200);
+            }),
+        )
+        .await;
     let first = pty.chunk().await.unwrap().unwrap();
     let (events, _) = crate::common::parse_stream(&first);
     assert!(events[0]["event"]["start"]["pid"].is_u64(), "{events:?}");

@@ -126,6 +126,19 @@ impl Harness {
             .await
     }
 
+    /// `process.Process/Start` with `body`, its answer left streaming.
+    pub async fn start_process(&self, sbx: &Sbx, body: Value) -> reqwest::Response {
+        let resp = self
+            .sandbox(sbx, 49983, reqwest::Method::POST, "/process.Process/Start")
+            .header("content-type", "application/connect+json")
+            .body(encode_envelope(0, body.to_string().as_bytes()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp
+    }
+
     /// A server-streaming Connect call: every message, then the end-stream payload.
     pub async fn stream(
         &self,
