@@ -109,8 +109,8 @@ pub fn output_answer_bound(limit: usize, context: usize) -> usize {
 
 /// Sends `signal` to the process and its descendants at once, waits up to
 /// [`STOP_GRACE_MS`], then SIGKILLs what is left. (No SIGSTOP freeze
-/// first: a stop propagates to whatever waits on the process, such as
-/// `nsenter`, which then never reaps it.) Prints
+/// first: a stop propagates to whatever waits on the process, which then
+/// may never reap it.) Prints
 /// `exited CODE SIGNAL` (SIGNAL `-` if it had exited already) or
 /// `running - SIGNAL` if even SIGKILL did not end it.
 pub fn stop_script(pid: u32, signal: StopSignal) -> String {
