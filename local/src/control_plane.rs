@@ -26,6 +26,8 @@ use crate::sandbox::State as LifeState;
 const MAX_TIMEOUT_SECS: i64 = 24 * 3600;
 /// The TTL a connect without one gives.
 const CONNECT_DEFAULT_TIMEOUT: i64 = 300;
+/// The most a sandbox's `envVars` (names and values) may hold.
+const MAX_ENV_VARS_BYTES: usize = 64 << 10;
 
 #[derive(Clone)]
 struct Api {
@@ -152,6 +154,18 @@ async fn create(api: Api, body: &[u8], default_timeout: u32) -> Response {
                 request.template_id,
                 TEMPLATES.join(", ")
             ),
+        );
+    }
+    // They travel to envd in one control message.
+    let env_size: usize = request
+        .env_vars
+        .iter()
+        .map(|(k, v)| k.len() + v.len())
+        .sum();
+    if env_size > MAX_ENV_VARS_BYTES {
+        return api_error(
+            StatusCode::BAD_REQUEST,
+            format!("envVars are too large ({env_size} bytes, at most {MAX_ENV_VARS_BYTES})"),
         );
     }
     let timeout = match check_timeout(request.timeout.unwrap_or(i64::from(default_timeout))) {

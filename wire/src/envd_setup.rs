@@ -18,8 +18,9 @@ use serde::{Deserialize, Serialize};
 
 /// envd's control socket's file descriptor when envd gets no argument.
 pub const CONTROL_FD: i32 = 3;
-/// The largest configuration message.
-pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+/// The largest configuration message (one datagram: under the socket's
+/// default send buffer).
+pub const MAX_CONFIG_BYTES: usize = 128 << 10;
 /// Status byte: the connection is served (the port is open).
 pub const PORT_OPEN: u8 = 1;
 /// Status byte: nothing listens on that port.

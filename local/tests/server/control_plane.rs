@@ -410,3 +410,31 @@ async fn pause_freezes_processes_and_resume_thaws_them_with_their_memory() {
     assert_eq!(sleep_pid("611"), None, "killed with the sandbox");
     h.server.shutdown().await;
 }
+
+/// A sandbox's `envVars` go to its envd in one message: up to 64 KiB they
+/// reach its commands whole, beyond they are refused at creation.
+#[tokio::test]
+async fn env_vars_are_bounded_and_reach_commands_whole() {
+    let h = start().await;
+    let resp = h
+        .api(Method::POST, "/v2/sandboxes")
+        .json(&json!({"templateID": "base", "envVars": {"BIG": "x".repeat(65 << 10)}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("envVars are too large"),
+        "{body}"
+    );
+    let sbx = h
+        .create(json!({"templateID": "base", "envVars": {"BIG": "x".repeat(60 << 10)}}))
+        .await;
+    let (events, _) = crate::common::run(&h, &sbx, "echo ${#BIG}").await;
+    assert_eq!(crate::common::stdout_of(&events), format!("{}\n", 60 << 10));
+    h.server.shutdown().await;
+}
