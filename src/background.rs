@@ -85,7 +85,7 @@ fn window(since: u64, size: u64, limit: usize, context: usize) -> (u64, u64) {
 
 /// Prints `STATE CODE STDOUT_SIZE STDERR_SIZE`, then, for each stream, in
 /// base64 on a line of its own, its bytes from `context` before `since` to
-/// `context` after the page of `limit` bytes there (see [`window`]).
+/// `context` after the page of `limit` bytes there (see `window`).
 pub fn output_script(pid: u32, since: Offsets, limit: usize, context: usize) -> String {
     let Offsets { stdout, stderr } = since;
     format!(
