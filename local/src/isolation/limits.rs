@@ -161,8 +161,9 @@ impl Enforcement {
     }
 
     /// Makes the cgroup of sandbox `id` with `limits`; `None` with rlimits.
-    /// `owner` (a host uid) may then move its own processes into it.
-    pub fn create(&self, id: &str, limits: &Limits, owner: u32) -> std::io::Result<Option<Cgroup>> {
+    /// Its files stay the server's: only the server moves a process in
+    /// (the sandbox's first), and every other inherits the group.
+    pub fn create(&self, id: &str, limits: &Limits) -> std::io::Result<Option<Cgroup>> {
         let quota = u64::from(limits.cpu_count) * CPU_PERIOD_US;
         let memory = u64::from(limits.memory_mb) << 20;
         let (dirs, freezer) = match self {
@@ -217,11 +218,7 @@ impl Enforcement {
             }
             Enforcement::Rlimits => return Ok(None),
         };
-        let group = Cgroup { dirs, freezer };
-        for procs in group.procs_files() {
-            rustix::fs::chown(&procs, Some(rustix::fs::Uid::from_raw(owner)), None)?;
-        }
-        Ok(Some(group))
+        Ok(Some(Cgroup { dirs, freezer }))
     }
 }
 

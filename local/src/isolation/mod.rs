@@ -219,7 +219,7 @@ impl Launcher {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700))?;
         }
-        held.cgroup = iso.enforcement.create(p.id, &iso.limits, ids.anchor().0)?;
+        held.cgroup = iso.enforcement.create(p.id, &iso.limits)?;
         Ok(SandboxRunner::new(self.clone(), p, held, Some(ids)))
     }
 
