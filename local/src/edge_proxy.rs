@@ -41,6 +41,8 @@ impl EdgeProxy {
         let client = Client::builder(TokioExecutor::new())
             .pool_max_idle_per_host(IDLE_PER_PORT)
             .pool_idle_timeout(IDLE_TIMEOUT)
+            // Without a timer the pool never drops what idles out.
+            .pool_timer(hyper_util::rt::TokioTimer::new())
             .build(Connector { registry });
         Self { client }
     }
