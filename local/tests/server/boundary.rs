@@ -81,6 +81,19 @@ fn host_pid_of(argv: &[&str]) -> Option<u32> {
     })
 }
 
+/// [`host_pid_of`], waiting for a job a command started in the background
+/// to have become that program.
+async fn wait_for_host_pid(argv: &[&str]) -> u32 {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(pid) = host_pid_of(argv) {
+            return pid;
+        }
+        assert!(Instant::now() < until, "{argv:?} never showed on the host");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// `LD_PRELOAD` and `LD_AUDIT` from a sandbox (a command's `envs`, the
 /// sandbox's `envVars`) name a library the sandbox wrote, also through
 /// `/proc/<host pid>/root`, the path a host process would follow: the
@@ -100,16 +113,7 @@ async fn preload_libraries_from_a_sandbox_load_only_inside_it() {
     );
     let (_, end) = run(&h, &a, "sleep 987601 > /dev/null 2>&1 &").await;
     assert_eq!(end, json!({}));
-    let pid = {
-        let until = Instant::now() + Duration::from_secs(5);
-        loop {
-            if let Some(pid) = host_pid_of(&["sleep", "987601"]) {
-                break pid;
-            }
-            assert!(Instant::now() < until, "the sandbox's sleep never showed");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    let pid = wait_for_host_pid(&["sleep", "987601"]).await;
     let through_host = format!("/proc/{pid}/root/home/user/e.so");
     let inside = "/home/user/e.so";
 
@@ -328,7 +332,7 @@ async fn commands_run_in_the_sandbox_group_on_cgroup_v2() {
         .join(std::process::id().to_string())
         .join(&sbx.id);
     let procs = std::fs::read_to_string(group.join("cgroup.procs")).unwrap();
-    let sleep = host_pid_of(&["sleep", "987604"]).expect("the job runs");
+    let sleep = wait_for_host_pid(&["sleep", "987604"]).await;
     assert!(
         procs.lines().any(|p| p == sleep.to_string()),
         "the job is not in the sandbox's group: {procs}"
