@@ -221,3 +221,27 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// Python that forks `forks` children sleeping `sleep_secs` each (counting
+/// the forks the kernel refuses), then kills and reaps them and prints
+/// `CHILDREN REFUSED`: a fork bomb bounded by the test.
+pub fn fork_probe(forks: u32, sleep_secs: u32) -> String {
+    format!(
+        "import os, time\n\
+         pids, fails = [], 0\n\
+         for i in range({forks}):\n\
+         \x20   try:\n\
+         \x20       pid = os.fork()\n\
+         \x20   except OSError:\n\
+         \x20       fails += 1\n\
+         \x20       continue\n\
+         \x20   if pid == 0:\n\
+         \x20       time.sleep({sleep_secs})\n\
+         \x20       os._exit(0)\n\
+         \x20   pids.append(pid)\n\
+         for p in pids:\n\
+         \x20   os.kill(p, 9)\n\
+         \x20   os.waitpid(p, 0)\n\
+         print(len(pids), fails)\n"
+    )
+}

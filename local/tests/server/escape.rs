@@ -302,22 +302,7 @@ async fn processes_memory_and_disk_are_bounded() {
     let h = start().await;
     let sbx = h.create_default().await;
     // A fork bomb, bounded in the test: 3,000 forks against a cap of 1,024.
-    let script = "import os, time\n\
-                  pids, fails = [], 0\n\
-                  for i in range(3000):\n\
-                  \x20   try:\n\
-                  \x20       pid = os.fork()\n\
-                  \x20   except OSError:\n\
-                  \x20       fails += 1\n\
-                  \x20       continue\n\
-                  \x20   if pid == 0:\n\
-                  \x20       time.sleep(60)\n\
-                  \x20       os._exit(0)\n\
-                  \x20   pids.append(pid)\n\
-                  for p in pids:\n\
-                  \x20   os.kill(p, 9)\n\
-                  \x20   os.waitpid(p, 0)\n\
-                  print(len(pids), fails)\n";
+    let script = crate::common::fork_probe(3000, 60);
     let (events, _) = run(&h, &sbx, &format!("python3 -c '{script}'")).await;
     let out = stdout_of(&events);
     let counts: Vec<u32> = out

@@ -391,22 +391,7 @@ echo done
             assert!(!d.join("child").exists(), "{ran:?}");
         }
         // The limit still holds: more processes than the cap fail.
-        let probe = "import os, time\n\
-                     pids, fails = [], 0\n\
-                     for i in range(1200):\n\
-                     \x20   try:\n\
-                     \x20       pid = os.fork()\n\
-                     \x20   except OSError:\n\
-                     \x20       fails += 1\n\
-                     \x20       continue\n\
-                     \x20   if pid == 0:\n\
-                     \x20       time.sleep(30)\n\
-                     \x20       os._exit(0)\n\
-                     \x20   pids.append(pid)\n\
-                     for p in pids:\n\
-                     \x20   os.kill(p, 9)\n\
-                     \x20   os.waitpid(p, 0)\n\
-                     print(len(pids))\n";
+        let probe = &crate::common::fork_probe(1200, 30);
         let ran = sh(
             &h,
             &sbx,
@@ -416,7 +401,12 @@ echo done
             "",
         )
         .await;
-        let started: u32 = ran.stdout.trim().parse().unwrap_or(u32::MAX);
+        let started: u32 = ran
+            .stdout
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(u32::MAX);
         assert!(started < 1024, "the pids limit still holds: {ran:?}");
     }
     still_serving(&h, &sbx).await;
