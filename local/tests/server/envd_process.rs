@@ -485,17 +485,8 @@ async fn a_dying_sandbox_cuts_its_streams() {
     let h = start().await;
     let sbx = h.create_default().await;
     let mut resp = h
-        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
-        .header("content-type", "application/connect+json")
-        .body(e2b_wire::connect::encode_envelope(
-            0,
-            json!({"process": {"cmd": "sleep", "args": ["30"]}})
-                .to_string()
-                .as_bytes(),
-        ))
-        .send()
-        .await
-        .unwrap();
+        .start_process(&sbx, json!({"process": {"cmd": "sleep", "args": ["30"]}}))
+        .await;
     resp.chunk().await.unwrap().unwrap();
     h.server.faults().expire_now(&sbx.id);
     let rest = tokio::time::timeout(Duration::from_secs(10), async {
