@@ -32,14 +32,17 @@ async def main(wassette: str) -> None:
             assert tools["e2b-run-code"].description.startswith("Run code in"), tools["e2b-run-code"]
             empty = {"sandbox-id": "", "language": "", "timeout-seconds": 0}
             # wassette lists tools from its cached metadata and loads the
-            # component in the background: a first call can come too early.
+            # component and restores its policy in the background: a first
+            # call can come too early (an error, or a request the not yet
+            # restored policy blocks, which fails before any sandbox exists).
             for attempt in range(20):
                 answer = await session.call_tool("e2b-run-code", {**empty, "code": "x = 41"})
-                if not answer.is_error:
+                if not answer.is_error and json.loads(answer.content[0].text).get("success"):
                     break
                 print(f"attempt {attempt}: {answer.content}", file=sys.stderr)
                 await anyio.sleep(0.5)
             first = result(answer)
+            assert first["success"] and first["sandbox_id"], first
             sandbox = first["sandbox_id"]
             second = result(
                 await session.call_tool(
