@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{run, start, stderr_of, stdout_of, Harness, Sbx};
+use crate::common::{run, start, start_sandbox, stderr_of, stdout_of, Harness, Sbx};
 
 /// `tests/fixtures/preload_marker.c` built to mark `marker` (an absolute
 /// path): wherever it is loaded, that file appears in that process's
@@ -184,8 +184,7 @@ async fn sandbox_root_can_neither_remount_usr_nor_change_host_files() {
     let guard = RemoveOnDrop(host_file.clone());
     let inside = format!("/usr/local/share/{name}");
 
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let (events, end) = h
         .stream(
             &sbx,
@@ -226,8 +225,7 @@ impl Drop for RemoveOnDrop {
 /// `kill -0` still finds.
 #[tokio::test]
 async fn a_killed_process_is_reaped() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let mut resp = h
         .start_process(
             &sbx,
@@ -337,18 +335,11 @@ async fn commands_run_in_the_sandbox_group_on_cgroup_v2() {
         procs.lines().any(|p| p == sleep.to_string()),
         "the job is not in the sandbox's group: {procs}"
     );
-    let resp = h
-        .api_send(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
-        .await;
+    let resp = h.pause(&sbx).await;
     assert_eq!(resp.status(), 204);
     let events = std::fs::read_to_string(group.join("cgroup.events")).unwrap();
     assert!(events.contains("frozen 1"), "{events}");
-    let resp = h
-        .api(Method::POST, &format!("/v2/sandboxes/{}/connect", sbx.id))
-        .json(&json!({"timeout": 60}))
-        .send()
-        .await
-        .unwrap();
+    let resp = h.connect(&sbx, 60).await;
     assert!(resp.status().is_success());
     let (events, _) = run(&h, &sbx, "pgrep -x sleep").await;
     assert!(
@@ -447,8 +438,7 @@ async fn slirp4netns_runs_as_the_sandbox_uid() {
 /// one process runs on a PTY, another command inherits neither end.
 #[tokio::test]
 async fn pty_descriptors_are_not_inherited_by_other_commands() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let mut pty = h
         .start_process(
             &sbx,

@@ -21,6 +21,13 @@ pub async fn start() -> Harness {
     start_with(Options::default()).await
 }
 
+/// A server with one sandbox of the base template.
+pub async fn start_sandbox() -> (Harness, Sbx) {
+    let h = start().await;
+    let sbx = h.create_default().await;
+    (h, sbx)
+}
+
 pub async fn start_with(opts: Options) -> Harness {
     let server = LocalServer::start(opts).await.expect("server starts");
     let http = reqwest::Client::builder()
@@ -42,13 +49,14 @@ impl Harness {
             .header("X-API-KEY", self.server.api_key())
     }
 
-    pub async fn create(&self, body: Value) -> Sbx {
-        let resp = self
-            .api(reqwest::Method::POST, "/v2/sandboxes")
-            .json(&body)
-            .send()
+    /// `POST /v2/sandboxes` with `body`, whatever it answers.
+    pub async fn try_create(&self, body: Value) -> reqwest::Response {
+        self.api_json(reqwest::Method::POST, "/v2/sandboxes", &body)
             .await
-            .unwrap();
+    }
+
+    pub async fn create(&self, body: Value) -> Sbx {
+        let resp = self.try_create(body).await;
         assert_eq!(resp.status(), 201);
         let v: Value = resp.json().await.unwrap();
         Sbx {
@@ -126,17 +134,63 @@ impl Harness {
             .await
     }
 
-    /// `process.Process/Start` with `body`, its answer left streaming.
-    pub async fn start_process(&self, sbx: &Sbx, body: Value) -> reqwest::Response {
-        let resp = self
-            .sandbox(sbx, 49983, reqwest::Method::POST, "/process.Process/Start")
+    /// A `process.Process/Start` request with `body`, not sent yet.
+    pub fn start_request(&self, sbx: &Sbx, body: Value) -> reqwest::RequestBuilder {
+        self.sandbox(sbx, 49983, reqwest::Method::POST, "/process.Process/Start")
             .header("content-type", "application/connect+json")
             .body(encode_envelope(0, body.to_string().as_bytes()))
-            .send()
-            .await
-            .unwrap();
+    }
+
+    /// `process.Process/Start` with `body`, its answer left streaming.
+    pub async fn start_process(&self, sbx: &Sbx, body: Value) -> reqwest::Response {
+        let resp = self.start_request(sbx, body).send().await.unwrap();
         assert_eq!(resp.status(), 200);
         resp
+    }
+
+    /// A control-plane request with a JSON body, sent.
+    pub async fn api_json(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: &Value,
+    ) -> reqwest::Response {
+        self.api(method, path).json(body).send().await.unwrap()
+    }
+
+    /// `POST /sandboxes/{id}/pause`.
+    pub async fn pause(&self, sbx: &Sbx) -> reqwest::Response {
+        self.api_send(
+            reqwest::Method::POST,
+            &format!("/sandboxes/{}/pause", sbx.id),
+        )
+        .await
+    }
+
+    /// `POST /v2/sandboxes/{id}/connect` with a timeout in seconds.
+    pub async fn connect(&self, sbx: &Sbx, timeout: u64) -> reqwest::Response {
+        self.api_json(
+            reqwest::Method::POST,
+            &format!("/v2/sandboxes/{}/connect", sbx.id),
+            &json!({ "timeout": timeout }),
+        )
+        .await
+    }
+
+    /// Writes `body` to `path` through envd's files API (`path` may carry
+    /// more of the query, e.g. `&username=root`).
+    pub async fn upload(&self, sbx: &Sbx, path: &str, body: &'static str) -> reqwest::Response {
+        self.sandbox(
+            sbx,
+            49983,
+            reqwest::Method::POST,
+            &format!("/files?path={path}"),
+        )
+        .header("content-type", "application/octet-stream")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
     }
 
     /// A server-streaming Connect call: every message, then the end-stream payload.
@@ -244,4 +298,27 @@ pub fn fork_probe(forks: u32, sleep_secs: u32) -> String {
          \x20   os.waitpid(p, 0)\n\
          print(len(pids), fails)\n"
     )
+}
+
+/// Reads a streaming answer to its end within 10 s: `Ok` when it ended
+/// cleanly, the error when it was cut.
+pub async fn read_until_end(resp: &mut reqwest::Response) -> Result<(), reqwest::Error> {
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        while resp.chunk().await?.is_some() {}
+        Ok(())
+    })
+    .await
+    .expect("the stream ends promptly")
+}
+
+/// A multipart form with one `file` part per (file name, content).
+pub fn files_form(files: &[(&str, &[u8])]) -> reqwest::multipart::Form {
+    files
+        .iter()
+        .fold(reqwest::multipart::Form::new(), |form, (name, bytes)| {
+            form.part(
+                "file",
+                reqwest::multipart::Part::bytes(bytes.to_vec()).file_name(name.to_string()),
+            )
+        })
 }

@@ -3,17 +3,16 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::start;
+use crate::common::{start, start_sandbox};
 
 #[tokio::test]
 async fn create_get_list_timeout_kill() {
     let h = start().await;
     let resp = h
-        .api(Method::POST, "/v2/sandboxes")
-        .json(&json!({"templateID": "base", "metadata": {"user": "a b&c"}, "envVars": {"A": "1"}}))
-        .send()
-        .await
-        .unwrap();
+        .try_create(
+            json!({"templateID": "base", "metadata": {"user": "a b&c"}, "envVars": {"A": "1"}}),
+        )
+        .await;
     assert_eq!(resp.status(), 201);
     let sbx: Value = resp.json().await.unwrap();
     let id = sbx["sandboxID"].as_str().unwrap().to_string();
@@ -194,12 +193,7 @@ async fn auth_and_bad_requests() {
     let resp = h.api_send(Method::GET, "/nope").await;
     assert_eq!(resp.status(), 404);
     // An unknown template is not found, as on E2B, and nothing is created.
-    let resp = h
-        .api(Method::POST, "/v2/sandboxes")
-        .json(&json!({"templateID": "my-tpl"}))
-        .send()
-        .await
-        .unwrap();
+    let resp = h.try_create(json!({"templateID": "my-tpl"})).await;
     assert_eq!(resp.status(), 404);
     let v: Value = resp.json().await.unwrap();
     assert_eq!(v["code"], 404);
@@ -218,11 +212,12 @@ async fn auth_and_bad_requests() {
 async fn v1_create_and_connect() {
     let h = start().await;
     let resp = h
-        .api(Method::POST, "/sandboxes")
-        .json(&json!({"templateID": "base", "secure": true, "timeout": 300}))
-        .send()
-        .await
-        .unwrap();
+        .api_json(
+            Method::POST,
+            "/sandboxes",
+            &json!({"templateID": "base", "secure": true, "timeout": 300}),
+        )
+        .await;
     assert_eq!(resp.status(), 201);
     let v: Value = resp.json().await.unwrap();
     let id = v["sandboxID"].as_str().unwrap();
@@ -246,12 +241,7 @@ async fn cap_on_live_sandboxes() {
     })
     .await;
     h.create_default().await;
-    let resp = h
-        .api(Method::POST, "/v2/sandboxes")
-        .json(&json!({"templateID": "base"}))
-        .send()
-        .await
-        .unwrap();
+    let resp = h.try_create(json!({"templateID": "base"})).await;
     assert_eq!(resp.status(), 429);
     let v: Value = resp.json().await.unwrap();
     assert_eq!(v["code"], 429);
@@ -260,23 +250,12 @@ async fn cap_on_live_sandboxes() {
 
 #[tokio::test]
 async fn pause_keeps_files_and_connect_resumes() {
-    let h = start().await;
-    let sbx = h.create_default().await;
-    let resp = h
-        .sandbox(&sbx, 49983, Method::POST, "/files?path=/home/user/keep.txt")
-        .header("content-type", "application/octet-stream")
-        .body("kept")
-        .send()
-        .await
-        .unwrap();
+    let (h, sbx) = start_sandbox().await;
+    let resp = h.upload(&sbx, "/home/user/keep.txt", "kept").await;
     assert_eq!(resp.status(), 200);
-    let resp = h
-        .api_send(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
-        .await;
+    let resp = h.pause(&sbx).await;
     assert_eq!(resp.status(), 204);
-    let resp = h
-        .api_send(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
-        .await;
+    let resp = h.pause(&sbx).await;
     assert_eq!(resp.status(), 409);
     let detail: Value = h
         .api_send(Method::GET, &format!("/sandboxes/{}", sbx.id))
@@ -290,12 +269,7 @@ async fn pause_keeps_files_and_connect_resumes() {
         .sandbox_send(&sbx, 49983, Method::GET, "/files?path=keep.txt")
         .await;
     assert_eq!(resp.status(), 502);
-    let resp = h
-        .api(Method::POST, &format!("/v2/sandboxes/{}/connect", sbx.id))
-        .json(&json!({"timeout": 60}))
-        .send()
-        .await
-        .unwrap();
+    let resp = h.connect(&sbx, 60).await;
     assert_eq!(resp.status(), 201);
     let resp = h
         .sandbox_send(&sbx, 49983, Method::GET, "/files?path=keep.txt")
@@ -358,8 +332,7 @@ fn frozen(pid: u32) -> bool {
 
 #[tokio::test]
 async fn pause_freezes_processes_and_resume_thaws_them_with_their_memory() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     assert_eq!(execute(&h, &sbx, "x = 41\nx").await, "41");
     crate::common::run(&h, &sbx, "nohup sleep 611 >/dev/null 2>&1 &").await;
     let mut pid = None;
@@ -373,19 +346,12 @@ async fn pause_freezes_processes_and_resume_thaws_them_with_their_memory() {
     let pid = pid.expect("the background sleep runs");
     assert!(!frozen(pid));
 
-    let resp = h
-        .api_send(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
-        .await;
+    let resp = h.pause(&sbx).await;
     assert_eq!(resp.status(), 204);
     assert_eq!(sleep_pid("611"), Some(pid), "paused, not killed");
     assert!(frozen(pid), "its processes are frozen while paused");
 
-    let resp = h
-        .api(Method::POST, &format!("/v2/sandboxes/{}/connect", sbx.id))
-        .json(&json!({"timeout": 60}))
-        .send()
-        .await
-        .unwrap();
+    let resp = h.connect(&sbx, 60).await;
     assert_eq!(resp.status(), 201);
     assert_eq!(sleep_pid("611"), Some(pid), "the same process, resumed");
     assert!(!frozen(pid));
@@ -393,9 +359,7 @@ async fn pause_freezes_processes_and_resume_thaws_them_with_their_memory() {
     assert_eq!(execute(&h, &sbx, "x + 1").await, "42");
 
     // A kill while paused ends frozen processes too.
-    let resp = h
-        .api_send(Method::POST, &format!("/sandboxes/{}/pause", sbx.id))
-        .await;
+    let resp = h.pause(&sbx).await;
     assert_eq!(resp.status(), 204);
     let resp = h
         .api_send(Method::DELETE, &format!("/sandboxes/{}", sbx.id))
@@ -417,11 +381,8 @@ async fn pause_freezes_processes_and_resume_thaws_them_with_their_memory() {
 async fn env_vars_are_bounded_and_reach_commands_whole() {
     let h = start().await;
     let resp = h
-        .api(Method::POST, "/v2/sandboxes")
-        .json(&json!({"templateID": "base", "envVars": {"BIG": "x".repeat(65 << 10)}}))
-        .send()
-        .await
-        .unwrap();
+        .try_create(json!({"templateID": "base", "envVars": {"BIG": "x".repeat(65 << 10)}}))
+        .await;
     assert_eq!(resp.status(), 400);
     let body: Value = resp.json().await.unwrap();
     assert!(

@@ -3,12 +3,11 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{run, start, stdout_of};
+use crate::common::{run, start_sandbox, stdout_of};
 
 #[tokio::test]
 async fn upload_download_roundtrip() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     // multipart with the path in the query
     let form = reqwest::multipart::Form::new().part(
         "file",
@@ -33,15 +32,7 @@ async fn upload_download_roundtrip() {
         json!([{"path": "/home/user/x/a.txt", "name": "a.txt", "type": "file"}])
     );
     // multipart without a path: the filenames carry them
-    let form = reqwest::multipart::Form::new()
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(b"one".to_vec()).file_name("/tmp/one.txt"),
-        )
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(b"two".to_vec()).file_name("rel/two.txt"),
-        );
+    let form = crate::common::files_form(&[("/tmp/one.txt", b"one"), ("rel/two.txt", b"two")]);
     let v: Value = h
         .sandbox(&sbx, 49983, Method::POST, "/files")
         .multipart(form)
@@ -91,8 +82,7 @@ async fn upload_download_roundtrip() {
 
 #[tokio::test]
 async fn files_errors() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let resp = h
         .sandbox_send(&sbx, 49983, Method::GET, "/files?path=/tmp/missing.txt")
         .await;
@@ -143,13 +133,7 @@ async fn files_errors() {
     assert_eq!(resp.status(), 400);
     // Writing through a symlink that points outside stays inside the sandbox view.
     run(&h, &sbx, "ln -s /etc/passwd /home/user/pw").await;
-    let resp = h
-        .sandbox(&sbx, 49983, Method::POST, "/files?path=pw")
-        .header("content-type", "application/octet-stream")
-        .body("x")
-        .send()
-        .await
-        .unwrap();
+    let resp = h.upload(&sbx, "pw", "x").await;
     assert_eq!(resp.status(), 500);
     h.server.shutdown().await;
 }
@@ -157,8 +141,7 @@ async fn files_errors() {
 #[tokio::test]
 async fn gzip_octet_stream_upload() {
     use std::io::Write;
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     enc.write_all(b"compressed text").unwrap();
     let gz = enc.finish().unwrap();
@@ -210,8 +193,7 @@ fn rss_kib() -> u64 {
 async fn a_file_larger_than_memory_limits_streams_without_the_server_growing() {
     use futures_util::StreamExt;
     const SIZE: u64 = 1 << 30;
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     // Sparse: 1 GiB of zeros (twice the memory limit) that take no disk.
     let (events, _) = run(&h, &sbx, &format!("truncate -s {SIZE} /tmp/big && echo ok")).await;
     assert_eq!(stdout_of(&events), "ok\n");

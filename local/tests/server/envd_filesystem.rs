@@ -2,12 +2,11 @@
 
 use serde_json::{json, Value};
 
-use crate::common::{run, start};
+use crate::common::{run, start, start_sandbox};
 
 #[tokio::test]
 async fn stat_list_make_move_remove() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     run(
         &h,
         &sbx,

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{parse_stream, run, start, stdout_of};
+use crate::common::{parse_stream, run, start, start_sandbox, stdout_of};
 
 #[tokio::test]
 async fn start_streams_start_data_end() {
@@ -45,8 +45,7 @@ async fn start_streams_start_data_end() {
 
 #[tokio::test]
 async fn cwd_relative_and_missing() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     run(&h, &sbx, "mkdir -p sub/dir").await;
     let (events, _) = h
         .stream(
@@ -73,8 +72,7 @@ async fn cwd_relative_and_missing() {
 
 #[tokio::test]
 async fn deadline_kills_the_process_without_end_event() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let started = Instant::now();
     let (events, end) = h
         .stream(
@@ -97,17 +95,11 @@ async fn deadline_kills_the_process_without_end_event() {
 
 #[tokio::test]
 async fn background_survives_disconnect_then_list_connect_signal() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     // Read only the start event, then drop the connection.
     let resp = h
-        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
-        .header("content-type", "application/connect+json")
+        .start_request(&sbx, json!({"process": {"cmd": "/bin/bash", "args": ["-c", "while true; do sleep 0.2; done"]}, "tag": "bg"}))
         .header("keepalive-ping-interval", "1")
-        .body(e2b_wire::connect::encode_envelope(
-            0,
-            json!({"process": {"cmd": "/bin/bash", "args": ["-c", "while true; do sleep 0.2; done"]}, "tag": "bg"}).to_string().as_bytes(),
-        ))
         .send()
         .await
         .unwrap();
@@ -207,20 +199,10 @@ async fn background_survives_disconnect_then_list_connect_signal() {
 
 #[tokio::test]
 async fn stdin_send_and_close() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let resp = h
-        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
-        .header("content-type", "application/connect+json")
-        .body(e2b_wire::connect::encode_envelope(
-            0,
-            json!({"process": {"cmd": "cat"}, "stdin": true})
-                .to_string()
-                .as_bytes(),
-        ))
-        .send()
-        .await
-        .unwrap();
+        .start_process(&sbx, json!({"process": {"cmd": "cat"}, "stdin": true}))
+        .await;
     let mut resp = resp;
     let mut buf = Vec::new();
     let mut pid = None;
@@ -261,8 +243,7 @@ async fn stdin_send_and_close() {
 
 #[tokio::test]
 async fn output_chunks_are_at_most_32k_and_complete() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let (events, _) = run(&h, &sbx, "head -c 200000 /dev/zero | tr '\\0' a").await;
     use base64::Engine;
     let mut total = 0;
@@ -282,8 +263,7 @@ async fn output_chunks_are_at_most_32k_and_complete() {
 
 #[tokio::test]
 async fn malformed_requests_get_connect_errors() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let (status, err) = h.unary(&sbx, "/process.Process/List", json!("x")).await;
     assert_eq!(status, 400);
     assert_eq!(err["code"], "invalid_argument");
@@ -325,8 +305,7 @@ async fn malformed_requests_get_connect_errors() {
 
 #[tokio::test]
 async fn sandbox_plane_routing_and_auth() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let resp = h
         .http
         .get(h.url("/health"))
@@ -380,21 +359,11 @@ async fn sandbox_plane_routing_and_auth() {
 
 #[tokio::test]
 async fn other_ports_reach_servers_started_in_the_sandbox() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let port = crate::common::free_port();
     run(&h, &sbx, "echo served > /home/user/index.txt").await;
     let body = json!({"process": {"cmd": "python3", "args": ["-m", "http.server", port.to_string(), "--bind", "127.0.0.1"]}});
-    let mut resp = h
-        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
-        .header("content-type", "application/connect+json")
-        .body(e2b_wire::connect::encode_envelope(
-            0,
-            body.to_string().as_bytes(),
-        ))
-        .send()
-        .await
-        .unwrap();
+    let mut resp = h.start_process(&sbx, body).await;
     resp.chunk().await.unwrap();
     let mut got = None;
     for _ in 0..50 {
@@ -452,8 +421,7 @@ async fn unisolated_mode_runs_in_the_sandbox_home() {
 
 #[tokio::test]
 async fn pty_requests_get_pty_data() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let (events, end) = h
         .stream(
             &sbx,
@@ -482,32 +450,20 @@ async fn pty_requests_get_pty_data() {
 
 #[tokio::test]
 async fn a_dying_sandbox_cuts_its_streams() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let mut resp = h
         .start_process(&sbx, json!({"process": {"cmd": "sleep", "args": ["30"]}}))
         .await;
     resp.chunk().await.unwrap().unwrap();
     h.server.faults().expire_now(&sbx.id);
-    let rest = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match resp.chunk().await {
-                Ok(Some(_)) => continue,
-                Ok(None) => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-    })
-    .await
-    .expect("the stream ends promptly");
+    let rest = crate::common::read_until_end(&mut resp).await;
     assert!(rest.is_err(), "the stream must be cut, not ended cleanly");
     h.server.shutdown().await;
 }
 
 #[tokio::test]
 async fn garbage_to_every_rpc_gets_an_error_and_the_server_lives_on() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let rpcs = [
         "/process.Process/Start",
         "/process.Process/Connect",

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use e2b_wire::connect::{encode_envelope, EnvelopeDecoder};
 use serde_json::{json, Value};
 
-use crate::common::{run, start, Harness, Sbx};
+use crate::common::{run, start_sandbox, Harness, Sbx};
 
 /// Polls watcher `id` until an event `(name, type)` shows (5 s); every
 /// event seen.
@@ -45,8 +45,7 @@ async fn create_watcher(h: &Harness, sbx: &Sbx, body: Value) -> String {
 
 #[tokio::test]
 async fn watch_dir_streams_events_until_its_deadline() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     run(&h, &sbx, "mkdir -p /home/user/w").await;
     let resp = h
         .sandbox(
@@ -147,8 +146,7 @@ async fn watch_dir_streams_events_until_its_deadline() {
 
 #[tokio::test]
 async fn polled_watchers_recursive_symlinks_and_limits() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     run(
         &h,
         &sbx,
@@ -234,22 +232,9 @@ async fn polled_watchers_recursive_symlinks_and_limits() {
 
     // A pause keeps the watchers: envd is frozen with the rest of the
     // sandbox, memory and all, as E2B's snapshot keeps it.
-    let resp = h
-        .api_send(
-            reqwest::Method::POST,
-            &format!("/sandboxes/{}/pause", sbx.id),
-        )
-        .await;
+    let resp = h.pause(&sbx).await;
     assert_eq!(resp.status(), 204);
-    let resp = h
-        .api(
-            reqwest::Method::POST,
-            &format!("/v2/sandboxes/{}/connect", sbx.id),
-        )
-        .json(&json!({"timeout": 60}))
-        .send()
-        .await
-        .unwrap();
+    let resp = h.connect(&sbx, 60).await;
     assert!(resp.status().is_success(), "{}", resp.status());
     crate::common::run(&h, &sbx, "touch /tmp/after-resume").await;
     let until = Instant::now() + Duration::from_secs(5);
@@ -311,8 +296,7 @@ async fn upload(
 
 #[tokio::test]
 async fn upload_metadata_shows_in_entry_info() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let (status, v) = upload(
         &h,
         &sbx,
@@ -364,15 +348,7 @@ async fn upload_metadata_shows_in_entry_info() {
     assert!(v["entry"].get("metadata").is_none(), "{v}");
 
     // Multipart: the same metadata on every file.
-    let form = reqwest::multipart::Form::new()
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(b"1".to_vec()).file_name("/tmp/one"),
-        )
-        .part(
-            "file",
-            reqwest::multipart::Part::bytes(b"2".to_vec()).file_name("/tmp/two"),
-        );
+    let form = crate::common::files_form(&[("/tmp/one", b"1"), ("/tmp/two", b"2")]);
     let v: Value = h
         .sandbox(&sbx, 49983, reqwest::Method::POST, "/files")
         .header("X-Metadata-Batch", "b1")

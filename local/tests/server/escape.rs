@@ -8,7 +8,7 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{run, start, stderr_of, stdout_of, Harness, Sbx};
+use crate::common::{run, start, start_sandbox, stderr_of, stdout_of, Harness, Sbx};
 
 /// A variable that is in the server's environment (cargo sets it for
 /// every test process) and in no sandbox's.
@@ -34,8 +34,7 @@ fn exit_code(events: &[Value]) -> i64 {
 #[tokio::test]
 async fn the_server_environment_is_out_of_reach() {
     assert!(std::env::var(HOST_ONLY_VAR).is_ok(), "the canary is set");
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     for path in [
         "/proc/self/environ",
         "/proc/1/environ",
@@ -61,8 +60,7 @@ async fn the_server_environment_is_out_of_reach() {
 
 #[tokio::test]
 async fn host_files_are_not_there() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     // A host file the server can read: the project's, or, where the server
     // cannot read it (run as another user), one the test makes in the
     // working directory.
@@ -146,8 +144,7 @@ async fn host_files_are_not_there() {
 
 #[tokio::test]
 async fn device_files_and_fifos_are_refused_without_hanging() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let (events, _) = run(&h, &sbx, "mkfifo /tmp/fifo && echo ok").await;
     assert_eq!(stdout_of(&events), "ok\n");
     for path in [
@@ -193,8 +190,7 @@ async fn device_files_and_fifos_are_refused_without_hanging() {
 
 #[tokio::test]
 async fn host_loopback_and_sockets_are_unreachable() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let host_port = listener.local_addr().unwrap().port();
     let api_port = h.server.addr().port();
@@ -232,8 +228,7 @@ async fn host_loopback_and_sockets_are_unreachable() {
 
 #[tokio::test]
 async fn nothing_inside_is_host_root() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let (events, _) = run(&h, &sbx, "whoami; id -u; cat /proc/self/uid_map").await;
     let out = stdout_of(&events);
     let mut lines = out.lines();
@@ -299,8 +294,7 @@ async fn processes_memory_and_disk_are_bounded() {
         // An ordinary user's server has no cgroup or disk image to give.
         return;
     }
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     // A fork bomb, bounded in the test: 3,000 forks against a cap of 1,024.
     let script = crate::common::fork_probe(3000, 60);
     let (events, _) = run(&h, &sbx, &format!("python3 -c '{script}'")).await;
@@ -348,11 +342,8 @@ async fn processes_memory_and_disk_are_bounded() {
 async fn finer_network_rules_are_refused_not_ignored() {
     let h = start().await;
     let resp = h
-        .api(Method::POST, "/v2/sandboxes")
-        .json(&json!({"templateID": "base", "network": {"allowOut": ["1.1.1.1"], "denyOut": ["0.0.0.0/0"]}}))
-        .send()
-        .await
-        .unwrap();
+        .api_json(Method::POST, "/v2/sandboxes", &json!({"templateID": "base", "network": {"allowOut": ["1.1.1.1"], "denyOut": ["0.0.0.0/0"]}}))
+        .await;
     assert_eq!(resp.status(), 400);
     assert!(resp.text().await.unwrap().contains("not supported"));
     let sbx = h
@@ -365,8 +356,7 @@ async fn finer_network_rules_are_refused_not_ignored() {
 
 #[tokio::test]
 async fn sandbox_ports_are_reached_inside_its_namespace_only() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let port = crate::common::free_port();
     run(
         &h,
@@ -416,19 +406,11 @@ async fn official_sdk_escape_attempts_fail() {
 
 #[tokio::test]
 async fn a_sandbox_that_kills_its_anchor_stays_a_sandbox() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     // On a server run as an ordinary user envd is `user` too, so this kills
     // it, and the sandbox with it: the answer may be cut.
     let resp = h
-        .sandbox(&sbx, 49983, Method::POST, "/process.Process/Start")
-        .header("content-type", "application/connect+json")
-        .body(e2b_wire::connect::encode_envelope(
-            0,
-            json!({"process": {"cmd": "/bin/bash", "args": ["-c", "echo kept > /home/user/k; kill -9 -1; sleep 1"]}})
-                .to_string()
-                .as_bytes(),
-        ))
+        .start_request(&sbx, json!({"process": {"cmd": "/bin/bash", "args": ["-c", "echo kept > /home/user/k; kill -9 -1; sleep 1"]}}))
         .send()
         .await
         .unwrap();

@@ -6,7 +6,7 @@ use e2b_local::{Fault, FaultRule};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{parse_stream, start};
+use crate::common::{parse_stream, start, start_sandbox};
 
 fn rule(prefix: &str, times: usize, fault: Fault) -> FaultRule {
     FaultRule {
@@ -33,12 +33,7 @@ async fn status_and_delay() {
             },
         )
     });
-    let resp = h
-        .api(Method::POST, "/v2/sandboxes")
-        .json(&json!({"templateID": "base"}))
-        .send()
-        .await
-        .unwrap();
+    let resp = h.try_create(json!({"templateID": "base"})).await;
     assert_eq!(resp.status(), 503);
     assert_eq!(resp.headers()["retry-after"], "2");
     let v: Value = resp.json().await.unwrap();
@@ -69,8 +64,7 @@ async fn status_and_delay() {
 
 #[tokio::test]
 async fn reset_and_malformed_streams() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let start_body = || {
         e2b_wire::connect::encode_envelope(
             0,
@@ -125,13 +119,7 @@ async fn reset_and_malformed_streams() {
     h.server
         .faults()
         .inject(rule("/files", 1, Fault::BlankNdjsonLine));
-    let resp = h
-        .sandbox(&sbx, 49983, Method::POST, "/files?path=l.txt")
-        .header("content-type", "application/octet-stream")
-        .body("a\nb\n")
-        .send()
-        .await
-        .unwrap();
+    let resp = h.upload(&sbx, "l.txt", "a\nb\n").await;
     assert_eq!(resp.status(), 200);
     let resp = h
         .sandbox_send(&sbx, 49983, Method::GET, "/files?path=l.txt")
@@ -149,8 +137,7 @@ async fn reset_and_malformed_streams() {
 
 #[tokio::test]
 async fn expire_now_makes_the_sandbox_gone() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     h.server.faults().expire_now(&sbx.id);
     let resp = h.sandbox_send(&sbx, 49983, Method::GET, "/health").await;
     assert_eq!(resp.status(), 502);
@@ -163,8 +150,7 @@ async fn expire_now_makes_the_sandbox_gone() {
 
 #[tokio::test]
 async fn expiry_cuts_a_running_execution() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let mut resp = h
         .sandbox(&sbx, 49999, Method::POST, "/execute")
         .json(&json!({"code": "import time\nprint('begun', flush=True)\ntime.sleep(30)"}))
@@ -178,17 +164,7 @@ async fn expiry_cuts_a_running_execution() {
         seen.push_str(&String::from_utf8_lossy(&chunk));
     }
     h.server.faults().expire_now(&sbx.id);
-    let rest = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match resp.chunk().await {
-                Ok(Some(_)) => continue,
-                Ok(None) => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-    })
-    .await
-    .expect("the stream ends promptly");
+    let rest = crate::common::read_until_end(&mut resp).await;
     assert!(rest.is_err(), "the execution stream must be cut");
     h.server.shutdown().await;
 }

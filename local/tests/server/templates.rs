@@ -9,7 +9,7 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{run, start, stderr_of, stdout_of, Harness, Sbx};
+use crate::common::{run, start, start_sandbox, stderr_of, stdout_of, Harness, Sbx};
 
 /// The host directory of the `code-interpreter-v1` venv, checked installed.
 fn template_venv() -> String {
@@ -165,8 +165,7 @@ async fn code_interpreter_sandboxes_have_the_data_stack() {
 #[tokio::test]
 async fn base_sandboxes_do_not_see_the_template_environment() {
     let venv = template_venv();
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let (out, err, end) = login_shell(
         &h,
         &sbx,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::common::{start, start_with};
+use crate::common::{start, start_sandbox, start_with};
 
 /// Whether any host process runs `sleep <secs>` (the sandboxed one).
 fn sleeping(secs: &str) -> bool {
@@ -18,17 +18,8 @@ fn sleeping(secs: &str) -> bool {
 
 async fn start_background(h: &crate::common::Harness, sbx: &crate::common::Sbx, secs: &str) -> u64 {
     let mut resp = h
-        .sandbox(sbx, 49983, Method::POST, "/process.Process/Start")
-        .header("content-type", "application/connect+json")
-        .body(e2b_wire::connect::encode_envelope(
-            0,
-            json!({"process": {"cmd": "sleep", "args": [secs]}})
-                .to_string()
-                .as_bytes(),
-        ))
-        .send()
-        .await
-        .unwrap();
+        .start_process(sbx, json!({"process": {"cmd": "sleep", "args": [secs]}}))
+        .await;
     let chunk = resp.chunk().await.unwrap().unwrap();
     let mut dec = e2b_wire::connect::EnvelopeDecoder::new(1 << 20);
     dec.push(&chunk);
@@ -94,13 +85,7 @@ async fn auto_pause_at_timeout_and_auto_resume_on_traffic() {
         .create(json!({"templateID": "base", "timeout": 1, "autoPause": true, "autoResume": {"enabled": true}}))
         .await;
     start_background(&h, &sbx, "602").await;
-    let resp = h
-        .sandbox(&sbx, 49983, Method::POST, "/files?path=k.txt")
-        .header("content-type", "application/octet-stream")
-        .body("kept")
-        .send()
-        .await
-        .unwrap();
+    let resp = h.upload(&sbx, "k.txt", "kept").await;
     assert_eq!(resp.status(), 200);
     // The TTL is 1 s (bounded wait on a loaded machine).
     let mut v = serde_json::Value::Null;
@@ -126,8 +111,7 @@ async fn auto_pause_at_timeout_and_auto_resume_on_traffic() {
 
 #[tokio::test]
 async fn dropping_the_server_kills_every_process() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     start_background(&h, &sbx, "603").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(sleeping("603"));
@@ -141,8 +125,7 @@ async fn dropping_the_server_kills_every_process() {
 
 #[tokio::test]
 async fn background_jobs_outlive_their_command_but_not_the_sandbox() {
-    let h = start().await;
-    let sbx = h.create_default().await;
+    let (h, sbx) = start_sandbox().await;
     let (events, end) =
         crate::common::run(&h, &sbx, "sleep 604 > /dev/null 2>&1 & echo started").await;
     assert_eq!(crate::common::stdout_of(&events), "started\n");
