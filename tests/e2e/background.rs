@@ -5,7 +5,7 @@
 use e2b_tools_host::{ErrorKind, OutputOffsets, ProcessState, SandboxConfig, StopSignal};
 use serde_json::{json, Value};
 
-use crate::harness::{call, failed, ok, server, session, session_with};
+use crate::harness::{call, failed, ok, server, session, session_with, tool_names};
 
 fn all_tools() -> SandboxConfig {
     SandboxConfig {
@@ -199,13 +199,7 @@ async fn pids_that_are_not_ours_and_bad_arguments_are_clear_failures() {
 async fn by_default_the_new_tools_are_absent_and_starts_are_unwrapped() {
     let server = server().await;
     let s = session(&server).await;
-    let names: Vec<String> = s
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&s).await;
     assert_eq!(
         names,
         [
@@ -241,13 +235,7 @@ async fn a_read_only_tool_set_refuses_writes_and_lists_only_what_it_offers() {
         ..SandboxConfig::default()
     };
     let s = session_with(&server, config, 1.0).await;
-    let names: Vec<String> = s
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
+    let names = tool_names(&s).await;
     assert_eq!(names, ["read_file", "list_files"]);
     let instructions = s.instructions().await.unwrap();
     assert!(

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use e2b_local::{Fault, FaultRule};
-use e2b_tools_host::{ErrorKind, RunCommandArgs};
+use e2b_tools_host::ErrorKind;
 use serde_json::json;
 
-use crate::harness::{call, failed, ok, server, session, status_fault};
+use crate::harness::{call, command, failed, ok, server, session, status_fault};
 
 fn rule(path_prefix: &str, fault: Fault) -> FaultRule {
     FaultRule {
@@ -15,15 +15,6 @@ fn rule(path_prefix: &str, fault: Fault) -> FaultRule {
         path_prefix: path_prefix.into(),
         times: 1,
         fault,
-    }
-}
-
-fn echo(command: &str) -> RunCommandArgs {
-    RunCommandArgs {
-        command: command.into(),
-        cwd: None,
-        envs: vec![],
-        timeout_seconds: None,
     }
 }
 
@@ -43,7 +34,7 @@ async fn create_failures_are_typed_and_not_cached() {
             ..rule("/v2/sandboxes", status_fault(code, None))
         });
         let err = s
-            .run_command(&echo("true"))
+            .run_command(&command("true"))
             .await
             .unwrap()
             .expect_err("create fails");
@@ -152,7 +143,7 @@ async fn expiry_mid_call_and_between_calls_is_reported() {
         faults.expire_now(&killer_id);
     });
     let err = s
-        .run_command(&echo("echo started; sleep 20"))
+        .run_command(&command("echo started; sleep 20"))
         .await
         .unwrap()
         .expect_err("killed mid-call");
@@ -161,7 +152,7 @@ async fn expiry_mid_call_and_between_calls_is_reported() {
     assert_eq!(err.partial_output, "started\n");
 
     let err = s
-        .run_command(&echo("true"))
+        .run_command(&command("true"))
         .await
         .unwrap()
         .expect_err("still gone");
@@ -189,7 +180,7 @@ async fn a_failing_keep_alive_does_not_fail_the_call() {
         fault: status_fault(500, None),
     });
     let out = s
-        .run_command(&echo("echo ok"))
+        .run_command(&command("echo ok"))
         .await
         .unwrap()
         .expect("the call succeeds");

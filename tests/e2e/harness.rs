@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use e2b_local::{LocalServer, Options};
-use e2b_tools_host::{ClockMode, ComponentSource, Runtime, SandboxConfig, Session, SessionOptions};
+use e2b_tools_host::{
+    ClockMode, ComponentSource, RunCodeArgs, RunCommandArgs, Runtime, SandboxConfig, Session,
+    SessionOptions,
+};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -161,4 +164,30 @@ pub async fn sandbox_detail(server: &LocalServer, id: &str) -> Value {
     .await;
     assert_eq!(status, 200, "{body}");
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+/// `run_command`'s typed arguments for `command`, every option left unset.
+pub fn command(command: &str) -> RunCommandArgs {
+    RunCommandArgs {
+        command: command.into(),
+        cwd: None,
+        envs: vec![],
+        timeout_seconds: None,
+    }
+}
+
+/// `run_code`'s typed arguments for `code`, every option left unset.
+pub fn code(code: &str) -> RunCodeArgs {
+    RunCodeArgs {
+        code: code.into(),
+        language: None,
+        envs: vec![],
+        timeout_seconds: None,
+    }
+}
+
+/// The names of the tools `session` offers, in catalog order.
+pub async fn tool_names(session: &Session) -> Vec<String> {
+    let tools = session.list_tools().await.unwrap();
+    tools.into_iter().map(|t| t.name).collect()
 }

@@ -5,7 +5,9 @@
 use e2b_tools_host::{ErrorKind, KeyValue, RunCommandArgs, SandboxConfig};
 use serde_json::json;
 
-use crate::harness::{call, ok, sandbox_detail, server, server_scaled, session, session_with};
+use crate::harness::{
+    call, command, ok, sandbox_detail, server, server_scaled, session, session_with,
+};
 
 const SCALE: f64 = 30.0;
 const TIMEOUT_KEY: &str = "POST /sandboxes/{id}/timeout";
@@ -101,12 +103,7 @@ async fn an_idle_gap_longer_than_the_timeout_expires_the_sandbox() {
     // 3 real seconds = 90 s of sandbox time with nothing running.
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
     let err = s
-        .run_command(&RunCommandArgs {
-            command: "cat keep.txt".into(),
-            cwd: None,
-            envs: vec![],
-            timeout_seconds: None,
-        })
+        .run_command(&command("cat keep.txt"))
         .await
         .unwrap()
         .expect_err("the sandbox expired");

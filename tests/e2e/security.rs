@@ -7,13 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use e2b_local::{LocalServer, Options};
-use e2b_tools_host::{
-    ErrorKind, OutboundPolicy, RunCommandArgs, Session, SessionError, SessionOptions,
-};
+use e2b_tools_host::{ErrorKind, OutboundPolicy, Session, SessionError, SessionOptions};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 
-use crate::harness::{call, env_for, http, ok, runtime, server, session};
+use crate::harness::{call, command, env_for, http, ok, runtime, server, session};
 
 /// Everything the host and server log, at every level, for the whole binary.
 fn captured_logs() -> &'static Arc<Mutex<Vec<u8>>> {
@@ -63,15 +61,6 @@ async fn access_token(server: &LocalServer, sandbox_id: &str) -> String {
         .as_str()
         .expect("a token")
         .to_string()
-}
-
-fn command(command: &str) -> RunCommandArgs {
-    RunCommandArgs {
-        command: command.into(),
-        cwd: None,
-        envs: vec![],
-        timeout_seconds: None,
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

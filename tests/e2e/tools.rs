@@ -7,7 +7,7 @@ use e2b_tools_host::{
 };
 use serde_json::json;
 
-use crate::harness::{call, ok, server, session, session_with};
+use crate::harness::{call, code, ok, server, session, session_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_tools_round_trip_in_one_sandbox() {
@@ -15,26 +15,12 @@ async fn typed_tools_round_trip_in_one_sandbox() {
     let s = session(&server).await;
 
     let out = s
-        .run_code(&RunCodeArgs {
-            code: "x = 41".into(),
-            language: None,
-            envs: vec![],
-            timeout_seconds: None,
-        })
+        .run_code(&code("x = 41"))
         .await
         .unwrap()
         .expect("run-code");
     assert_eq!(out.text, "");
-    let out = s
-        .run_code(&RunCodeArgs {
-            code: "x + 1".into(),
-            language: None,
-            envs: vec![],
-            timeout_seconds: None,
-        })
-        .await
-        .unwrap()
-        .expect("run-code");
+    let out = s.run_code(&code("x + 1")).await.unwrap().expect("run-code");
     assert_eq!(out.text, "42", "state persists across calls");
 
     s.write_file("/home/user/data.csv", "a,b\n1,2\n")
