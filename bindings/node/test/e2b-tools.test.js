@@ -263,6 +263,7 @@ describe('typed calls', LIMIT, () => {
     const result = await box.e2b.startBackgroundCommand({ command: 'sleep 30', timeoutSeconds: 6 });
     assert.ok(Number.isInteger(result.pid) && result.pid > 0, JSON.stringify(result));
     assert.equal(result.command, 'sleep 30');
+    assert.equal(result.readiness, undefined);
     assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
     const ps = await box.e2b.runCommand({ command: `ps -o args= -p ${result.pid}` });
     assert.equal(ps.stdout, 'sleep 30\n');
@@ -340,6 +341,70 @@ describe('background-process tools (tools: all)', LIMIT, () => {
 
   it('a pid not started here is not found', async () => {
     await rejectsWith(box.e2b.stopBackgroundCommand(999999), 'not-found');
+  });
+
+  /** `ps` on one pid: its line, or '' (exit code 1) when there is none. */
+  const ps = (pid) =>
+    box.e2b.callTool('run_command', { command: `ps -o pid=,stat=,args= -p ${pid}` });
+
+  it('stop `sleep 300` with SIGTERM through callTool, and ps no longer shows it', async () => {
+    const { e2b } = box;
+    const started = await e2b.callTool('start_background_command', { command: 'sleep 300' });
+    assert.equal(started.success, true, JSON.stringify(started));
+    const { pid } = started;
+    assert.match((await ps(pid)).stdout, /sleep 300/);
+
+    assert.deepEqual(await e2b.callTool('stop_background_command', { pid }), {
+      pid,
+      state: 'exited',
+      exit_code: -1,
+      signal: 'SIGTERM',
+      success: true,
+    });
+    const gone = await ps(pid);
+    assert.deepEqual([gone.stdout, gone.exit_code], ['', 1], JSON.stringify(gone));
+    const all = await e2b.callTool('run_command', { command: 'ps -eo args=' });
+    assert.doesNotMatch(all.stdout, /sleep 300/);
+
+    // Stopping it again reports it as it ended: no signal sent.
+    const again = await e2b.callTool('stop_background_command', { pid });
+    assert.equal(again.state, 'exited', JSON.stringify(again));
+    assert.equal(again.signal, null, JSON.stringify(again));
+  });
+
+  it('stop typed: SIGTERM by default, another signal on request', async () => {
+    const { e2b } = box;
+    const first = await e2b.startBackgroundCommand({ command: 'sleep 300' });
+    assert.deepEqual(await e2b.stopBackgroundCommand(first.pid), {
+      pid: first.pid,
+      exitCode: -1,
+      signal: 'sigterm',
+    });
+    const second = await e2b.startBackgroundCommand({ command: 'sleep 300' });
+    assert.deepEqual(await e2b.stopBackgroundCommand(second.pid, 'SIGINT'), {
+      pid: second.pid,
+      exitCode: -1,
+      signal: 'sigint',
+    });
+    for (const { pid } of [first, second]) {
+      assert.equal((await ps(pid)).stdout, '', `pid ${pid} is gone`);
+    }
+  });
+});
+
+describe('the background control tools, not enabled', LIMIT, () => {
+  const box = instance();
+
+  it('are refused as unknown (JSON) and invalid-argument (typed), before any sandbox', async () => {
+    const refused = await box.e2b.callTool('stop_background_command', { pid: 3 });
+    assert.equal(refused.success, false);
+    assert.ok(refused.error.startsWith('Unknown tool: stop_background_command.'), refused.error);
+    await rejectsWith(box.e2b.stopBackgroundCommand(3), 'invalid-argument');
+    assert.equal(await box.e2b.sandboxId(), undefined);
+  });
+
+  it('and an unknown name in configure is invalid-argument', async () => {
+    await rejectsWith(box.e2b.configure({ tools: ['no_such_tool'] }), 'invalid-argument');
   });
 });
 
@@ -598,6 +663,42 @@ describe('call serialization', LIMIT, () => {
     assert.equal((await slow).text, 'done');
     assert.equal(await closed, true);
     await assert.rejects(e2b.sandboxId(), /closed/);
+  });
+});
+
+describe('keep-alive', LIMIT, () => {
+  const box = instance();
+
+  it('a call longer than the sandbox timeout keeps the sandbox alive', async () => {
+    await box.e2b.configure({ timeoutSeconds: 4 });
+    const result = await box.e2b.callTool('run_code', {
+      code: 'import time\ntime.sleep(8)\nprint("alive")',
+    });
+    assert.equal(result.stdout, 'alive\n', JSON.stringify(result));
+    assert.equal((await box.e2b.callTool('run_command', { command: 'true' })).success, true);
+  });
+});
+
+describe('the JavaScript kernel', LIMIT, () => {
+  const box = instance();
+
+  it('gives the last value, console output, state across calls and errors', async () => {
+    const js = (code, language = 'javascript') => box.e2b.callTool('run_code', { code, language });
+    const quiet = { stdout: '', stderr: '', error: '', success: true };
+    assert.deepEqual(await js('1 + 1', 'js'), { ...quiet, text: '2' });
+    assert.deepEqual(await js('console.log(6 * 7)'), { ...quiet, stdout: '42\n', text: '' });
+    const first = await js('let n = 40; console.error("to stderr"); n + 2');
+    assert.deepEqual([first.stderr, first.text], ['to stderr\n', '42'], JSON.stringify(first));
+    assert.equal((await js('n * 2')).text, '80');
+    // As in e2b-adk, an exception is a successful call with `error` set:
+    // the name and value, then the stack.
+    const thrown = await js('null.x');
+    assert.equal(thrown.success, true, JSON.stringify(thrown));
+    assert.ok(
+      thrown.error.startsWith("TypeError: Cannot read properties of null (reading 'x')\n"),
+      JSON.stringify(thrown),
+    );
+    assert.equal(thrown.text, '');
   });
 });
 

@@ -1,6 +1,6 @@
 """Fixtures: the local server run-tests started (its E2B_* variables), a
-compiled component with a private cache, and a look at the server's
-sandboxes."""
+compiled component with a private cache, a look at the server's sandboxes,
+and helpers the test modules share."""
 
 from __future__ import annotations
 
@@ -8,13 +8,21 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, TypeVar
 
 import pytest
 
 import e2b_tools
+
+T = TypeVar("T")
+
+#: e2b-adk's six tools, the default catalog.
+SIX = ["run_code", "run_command", "write_file", "read_file", "list_files", "start_background_command"]
+#: The opt-in tools that ``tools="all"`` adds.
+BACKGROUND = ["get_background_output", "stop_background_command"]
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +75,14 @@ def run_python(code: str, *, env: Dict[str, Optional[str]], timeout: float = 300
         text=True,
         timeout=timeout,
     )
+
+
+def poll(read: Callable[[], T], done: Callable[[T], Any], seconds: float = 15.0) -> T:
+    """Calls ``read()`` until ``done(answer)`` or ``seconds`` pass; returns
+    the last answer."""
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = read()
+        if done(answer) or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)

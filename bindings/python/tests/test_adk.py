@@ -19,7 +19,7 @@ from pydantic import Field
 
 import e2b_tools.adk
 
-from conftest import sandboxes
+from conftest import SIX, sandboxes
 
 # What the scripted model calls, in order: state across calls, a file
 # written then read, a command, and a background server fetched from.
@@ -131,18 +131,7 @@ def test_a_scripted_adk_run_matches_e2b_adk_and_kills_its_sandbox(server):
     # What the model was offered.
     our_tools = {d.name: d.model_dump(exclude_none=True) for d in ours.declarations}
     their_tools = {d.name: d.model_dump(exclude_none=True) for d in theirs.declarations}
-    assert (
-        list(our_tools)
-        == list(their_tools)
-        == [
-            "run_code",
-            "run_command",
-            "write_file",
-            "read_file",
-            "list_files",
-            "start_background_command",
-        ]
-    )
+    assert list(our_tools) == list(their_tools) == SIX
     # Deliberate differences: the arguments e2b-tools adds (binary files,
     # deeper listings), and start_background_command's description, which
     # says that readiness is probed (e2b-adk's says it is not).

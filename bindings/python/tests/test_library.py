@@ -10,7 +10,6 @@ import json
 import sys
 import textwrap
 import threading
-import time
 import weakref
 from pathlib import Path
 from typing import Iterator, List
@@ -19,20 +18,7 @@ import pytest
 
 import e2b_tools
 
-from conftest import run_python, sandboxes
-
-SIX = ["run_code", "run_command", "write_file", "read_file", "list_files", "start_background_command"]
-BACKGROUND = ["get_background_output", "stop_background_command"]
-
-
-def poll(read, done, seconds: float = 15.0):
-    """Calls ``read()`` until ``done(answer)`` or ``seconds`` pass."""
-    deadline = time.monotonic() + seconds
-    while True:
-        answer = read()
-        if done(answer) or time.monotonic() > deadline:
-            return answer
-        time.sleep(0.2)
+from conftest import BACKGROUND, SIX, poll, run_python, sandboxes
 
 
 def test_the_package_is_the_installed_wheel_with_its_component():
@@ -75,6 +61,10 @@ class TestToolLists:
         }
         for shape in (chat, responses, anthropic):
             assert len(shape) == 6
+        for tool in chat:
+            assert tool["type"] == "function"
+            assert len(tool["function"]["description"]) > 20, tool
+            assert tool["function"]["parameters"]["type"] == "object", tool
         assert "run_code" in e2b.instructions()
         # Listing creates no sandbox.
         assert e2b.sandbox_id() is None
@@ -89,9 +79,23 @@ class TestToolLists:
         refused = some.call_tool("write_file", {"path": "x", "content": ""})
         assert refused["success"] is False and refused["error"].startswith("Unknown tool: write_file")
         assert some.sandbox_id() is None
+        one = component.instantiate()
+        one.configure(tools=["default", "get_background_output"])
+        assert [t["function"]["name"] for t in one.openai_chat_tools()] == SIX + ["get_background_output"]
         with pytest.raises(e2b_tools.ToolError) as caught:
             component.instantiate().configure(tools=["no_such_tool"])
         assert caught.value.kind == "invalid-argument"
+
+    def test_the_background_control_tools_are_refused_until_enabled(self, component):
+        e2b = component.instantiate()
+        # Refused as unknown, before any sandbox is created.
+        refused = e2b.call_tool("get_background_output", {"pid": 3})
+        assert refused["success"] is False
+        assert refused["error"].startswith("Unknown tool: get_background_output."), refused
+        with pytest.raises(e2b_tools.ToolError) as caught:
+            e2b.get_background_output(3)
+        assert caught.value.kind == "invalid-argument"
+        assert e2b.sandbox_id() is None
 
 
 class TestJsonDispatch:

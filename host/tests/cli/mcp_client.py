@@ -22,6 +22,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from mcp_progress import check_progress
+
 # A 1x1 PNG.
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -91,24 +93,7 @@ async def main(binary: str) -> None:
             assert images[0].mime_type == "image/png", images[0]
             assert images[0].data == PNG, images[0]
 
-            # A long command reports progress with its latest line, at least
-            # every few seconds, and its result is unchanged.
-            updates = []
-
-            async def on_progress(progress, total, message):
-                updates.append((progress, message))
-
-            long = await session.call_tool(
-                "run_command",
-                {"command": "for i in 1 2 3 4 5; do echo step $i; sleep 0.7; done; sleep 2.5"},
-                progress_callback=on_progress,
-            )
-            assert json.loads(long.content[0].text)["stdout"].count("step") == 5, long
-            messages = [m for _, m in updates if m]
-            assert len(messages) >= 3 and messages[0].startswith("step"), updates
-            assert messages[-1] == "step 5", updates
-            assert len(updates) > len(set(messages)), "a heartbeat while it printed nothing"
-            assert [p for p, _ in updates] == sorted(p for p, _ in updates), updates
+            await check_progress(session)
             # Cancelling a running command (notifications/cancelled, which
             # the client sends when its call is abandoned) kills the
             # process; the session and its sandbox go on.

@@ -55,10 +55,12 @@ def _wasmtime_version() -> str:
     """The installed wasmtime's version, from its ``.dist-info`` directory
     (``importlib.metadata`` costs tens of milliseconds at start-up)."""
     try:
-        for entry in os.scandir(Path(wasmtime.__file__).parent.parent):
-            name = entry.name
-            if name.startswith("wasmtime-") and name.endswith(".dist-info"):
-                return name[len("wasmtime-") : -len(".dist-info")]
+        # Closed on return: an iterator left open is a ResourceWarning.
+        with os.scandir(Path(wasmtime.__file__).parent.parent) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith("wasmtime-") and name.endswith(".dist-info"):
+                    return name[len("wasmtime-") : -len(".dist-info")]
     except OSError:
         pass
     # wasmtime still refuses an entry another version made.
