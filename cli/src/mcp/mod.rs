@@ -11,14 +11,17 @@
 //!
 //! ```no_run
 //! # async fn example(runtime: e2b_tools_host::Runtime) -> anyhow::Result<()> {
-//! use e2b_tools_host::{mcp::McpServer, Session, SessionOptions};
+//! use e2b_tools_cli::mcp::McpServer;
+//! use e2b_tools_host::{Session, SessionOptions};
 //! let session = Session::open(&runtime, SessionOptions::default()).await?;
 //! McpServer::new(session).await?.serve_stdio().await?;
 //! # Ok(())
 //! # }
 //! ```
 
-use crate::session::{Session, SessionError};
+pub mod http;
+
+use e2b_tools_host::{Session, SessionError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -63,8 +66,8 @@ pub struct McpServer {
 /// fresh sandbox for every call and lose its state without a word.
 #[derive(Clone)]
 pub struct StatelessTools {
-    runtime: crate::StatelessRuntime,
-    options: crate::StatelessOptions,
+    runtime: e2b_tools_host::StatelessRuntime,
+    options: e2b_tools_host::StatelessOptions,
     tools: Arc<Vec<Tool>>,
 }
 
@@ -72,8 +75,8 @@ impl StatelessTools {
     /// The tools of `catalog` with a `sandbox_id` argument and result
     /// field, and `close_sandbox`.
     pub fn new(
-        runtime: crate::StatelessRuntime,
-        options: crate::StatelessOptions,
+        runtime: e2b_tools_host::StatelessRuntime,
+        options: e2b_tools_host::StatelessOptions,
         catalog: &Catalog,
     ) -> Self {
         let mut tools: Vec<Tool> = catalog
@@ -178,7 +181,7 @@ pub(crate) struct SessionSlot {
     cell: tokio::sync::OnceCell<Arc<Session>>,
     opener: Option<SessionOpener>,
     cleanup: Option<tokio_util::task::TaskTracker>,
-    _live: Option<crate::mcp_http::LiveSession>,
+    _live: Option<http::LiveSession>,
 }
 
 impl SessionSlot {
@@ -271,7 +274,7 @@ impl McpServer {
         stateless: StatelessTools,
         open: SessionOpener,
         cleanup: tokio_util::task::TaskTracker,
-        live: crate::mcp_http::LiveSession,
+        live: http::LiveSession,
     ) -> Self {
         let slot = SessionSlot {
             cell: tokio::sync::OnceCell::new(),
@@ -440,7 +443,7 @@ const PROGRESS_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(2
 /// the component reported as the message, on every new line and at least
 /// every [`PROGRESS_HEARTBEAT`].
 async fn relay_progress(
-    mut latest: tokio::sync::watch::Receiver<crate::progress::Progress>,
+    mut latest: tokio::sync::watch::Receiver<e2b_tools_host::progress::Progress>,
     peer: &rmcp::Peer<RoleServer>,
     token: rmcp::model::ProgressToken,
 ) -> std::convert::Infallible {

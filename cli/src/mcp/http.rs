@@ -10,7 +10,7 @@
 //!
 //! ```no_run
 //! # async fn example(runtime: e2b_tools_host::Runtime) -> anyhow::Result<()> {
-//! use e2b_tools_host::mcp_http::{HttpOptions, McpHttpServer};
+//! use e2b_tools_cli::mcp::http::{HttpOptions, McpHttpServer};
 //! use e2b_tools_host::SessionOptions;
 //! let options = HttpOptions::new("127.0.0.1:0".parse()?, "secret".into());
 //! let server = McpHttpServer::bind(runtime, SessionOptions::default(), options).await?;
@@ -37,8 +37,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::mcp::{Catalog, McpError, McpServer, SessionOpener, StatelessTools};
-use crate::runtime::Runtime;
-use crate::session::{Session, SessionOptions};
+use e2b_tools_host::{Runtime, Session, SessionOptions};
 
 /// The endpoint path.
 pub const PATH: &str = "/mcp";
@@ -142,13 +141,13 @@ impl McpHttpServer {
         let probe = Session::open(&runtime, session_options.clone()).await?;
         let catalog = Catalog::read(&probe).await?;
         drop(probe);
-        let options_for_stateless = crate::RuntimeOptions {
+        let options_for_stateless = e2b_tools_host::RuntimeOptions {
             proxy: runtime.proxy().clone(),
-            ..crate::RuntimeOptions::default()
+            ..e2b_tools_host::RuntimeOptions::default()
         };
         let stateless_runtime = tokio::task::spawn_blocking(move || {
-            crate::StatelessRuntime::load_with(
-                crate::ComponentSource::EmbeddedStateless,
+            e2b_tools_host::StatelessRuntime::load_with(
+                e2b_tools_host::ComponentSource::EmbeddedStateless,
                 options_for_stateless,
             )
         })
@@ -157,7 +156,7 @@ impl McpHttpServer {
         .map_err(|err| McpError::Transport(format!("loading the stateless component: {err}")))?;
         let stateless = StatelessTools::new(
             stateless_runtime,
-            crate::StatelessOptions::for_session(&session_options),
+            e2b_tools_host::StatelessOptions::for_session(&session_options),
             &catalog,
         );
         let listener = tokio::net::TcpListener::bind(options.addr)

@@ -7,12 +7,13 @@ mod rich_files;
 mod spinner;
 
 use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand, McpArgs, OnTimeoutArg};
-use e2b_tools_host::mcp::{McpError, McpServer};
-use e2b_tools_host::mcp_http::{self, McpHttpServer};
+use e2b_tools_cli::mcp::http::{self as mcp_http, McpHttpServer};
+use e2b_tools_cli::mcp::{McpError, McpServer};
+use e2b_tools_cli::{default_backend, Backend, BackendKind, LocalBackendOptions};
 use e2b_tools_host::{
-    default_backend, e2b_env, Backend, BackendKind, ClockMode, ComponentSource, KeyValue,
-    LocalBackendOptions, NetworkRules, OnTimeout, Proxy, Runtime, RuntimeOptions, SandboxConfig,
-    Session, SessionError, SessionOptions, StatelessOptions, StatelessRuntime, VolumeMount,
+    e2b_env, ClockMode, ComponentSource, KeyValue, NetworkRules, OnTimeout, Proxy, Runtime,
+    RuntimeOptions, SandboxConfig, Session, SessionError, SessionOptions, StatelessOptions,
+    StatelessRuntime, VolumeMount,
 };
 use rich_files::RichFiles;
 use serde_json::{json, Value};
