@@ -36,7 +36,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::mcp::{Catalog, McpError, McpServer, SessionOpener, StatelessTools};
+use super::catalog::{Catalog, StatelessTools};
+use super::error::McpError;
+use super::server::{McpServer, SessionOpener};
 use e2b_tools_host::{Runtime, Session, SessionOptions};
 
 /// The endpoint path.
@@ -78,7 +80,7 @@ impl HttpOptions {
 
 /// A place under the session cap, held by a session's handler (or, until
 /// rmcp makes one, by the request that may make it); freed when dropped.
-pub(crate) struct LiveSession(Arc<AtomicUsize>);
+struct LiveSession(Arc<AtomicUsize>);
 
 impl LiveSession {
     /// Takes a place if fewer than `max` are taken: the check and the
