@@ -77,11 +77,14 @@ mod audit;
 pub mod bindings;
 mod clock;
 mod config;
+mod error;
 mod limits;
+mod loader;
 mod outbound;
 mod policy;
 pub mod progress;
 mod proxy;
+mod results;
 mod runtime;
 mod session;
 mod state;
@@ -96,14 +99,15 @@ pub use bindings::{
 pub use bindings::{NetworkRules, OnTimeout, VolumeMount};
 pub use clock::ClockMode;
 pub use config::SandboxConfig;
+pub use error::{OptionsError, SessionError, WasmError};
+pub use loader::{
+    CompileCache, ComponentSource, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
+    EMBEDDED_STATELESS,
+};
 pub use outbound::OutboundClient;
 pub use policy::{OutboundPolicy, PolicyError, DEFAULT_DOMAIN};
 pub use proxy::{check_proxy_url, Proxy, ProxyError};
-pub use runtime::{
-    CompileCache, ComponentSource, Runtime, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
-    EMBEDDED_STATELESS,
-};
-pub use session::{
-    e2b_env, Session, SessionError, SessionOptions, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT,
-};
+pub use results::{failure_result, succeeded};
+pub use runtime::Runtime;
+pub use session::{e2b_env, Session, SessionOptions, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT};
 pub use stateless::{StatelessOptions, StatelessRuntime, StatelessTool};

@@ -25,12 +25,12 @@ impl Catalog {
             let schema: Map<String, Value> = serde_json::from_str(&spec.parameters_schema)
                 .map_err(|err| McpError::BadSchema {
                     tool: spec.name.clone(),
-                    reason: err.to_string(),
+                    source: err,
                 })?;
             let output: Map<String, Value> =
                 serde_json::from_str(&spec.result_schema).map_err(|err| McpError::BadSchema {
                     tool: spec.name.clone(),
-                    reason: err.to_string(),
+                    source: err,
                 })?;
             let hints = &spec.hints;
             let annotations = ToolAnnotations::with_title(spec.title.clone())

@@ -1,12 +1,13 @@
 //! A tool's result object as MCP content.
 
+use e2b_tools_host::succeeded;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 /// Turns a tool's result object into MCP content: the object as
 /// structured content and as JSON text, images as image blocks.
 pub fn tool_result(mut value: Value) -> CallToolResult {
-    let success = value.get("success").and_then(Value::as_bool) == Some(true);
+    let success = succeeded(&value);
     let images = extract_images(&mut value);
     let mut content = vec![ContentBlock::text(value.to_string())];
     content.extend(

@@ -154,8 +154,8 @@ impl McpHttpServer {
             )
         })
         .await
-        .map_err(|err| McpError::Transport(err.to_string()))?
-        .map_err(|err| McpError::Transport(format!("loading the stateless component: {err}")))?;
+        .map_err(McpError::transport)?
+        .map_err(McpError::Stateless)?;
         let stateless = StatelessTools::new(
             stateless_runtime,
             e2b_tools_host::StatelessOptions::for_session(&session_options),
@@ -163,10 +163,11 @@ impl McpHttpServer {
         );
         let listener = tokio::net::TcpListener::bind(options.addr)
             .await
-            .map_err(|err| McpError::Transport(format!("bind {}: {err}", options.addr)))?;
-        let local = listener
-            .local_addr()
-            .map_err(|err| McpError::Transport(err.to_string()))?;
+            .map_err(|source| McpError::Bind {
+                addr: options.addr,
+                source,
+            })?;
+        let local = listener.local_addr().map_err(McpError::transport)?;
         let cancel = CancellationToken::new();
         let cleanup = TaskTracker::new();
         let live = Arc::new(AtomicUsize::new(0));
@@ -250,7 +251,7 @@ impl McpHttpServer {
                 cancel.cancel();
             })
             .await
-            .map_err(|err| McpError::Transport(err.to_string()));
+            .map_err(McpError::transport);
         self.cancel.cancel();
         // rmcp drops each session's handler as it winds the session down;
         // the handler's drop hands its sandbox to `cleanup`. Wait for every

@@ -5,7 +5,7 @@
 use super::catalog::{Catalog, StatelessTools};
 use super::content::tool_result;
 use super::error::McpError;
-use e2b_tools_host::{Session, SessionError};
+use e2b_tools_host::{failure_result, Session, SessionError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -45,15 +45,15 @@ pub(crate) struct SessionSlot {
 
 impl SessionSlot {
     async fn get(&self) -> Result<&Arc<Session>, SessionError> {
+        if let Some(session) = self.cell.get() {
+            return Ok(session);
+        }
+        let open = self
+            .opener
+            .as_ref()
+            .expect("a slot without an opener is made with its session");
         self.cell
-            .get_or_try_init(|| async {
-                match &self.opener {
-                    Some(open) => open().await.map(Arc::new),
-                    None => Err(SessionError::InvalidOptions(
-                        "the connection has no session".into(),
-                    )),
-                }
-            })
+            .get_or_try_init(|| async { open().await.map(Arc::new) })
             .await
     }
 }
@@ -166,13 +166,7 @@ impl ServerHandler for McpServer {
                 .runtime
                 .call(&stateless.options, &request.name, &args)
                 .await
-                .unwrap_or_else(|err| {
-                    serde_json::json!({
-                        "success": false,
-                        "error": err.to_string(),
-                        "partial_output": "",
-                    })
-                });
+                .unwrap_or_else(failure_result);
             return Ok(tool_result(result).into());
         }
         if !self.catalog.tools.iter().any(|t| t.name == request.name) {
@@ -216,11 +210,7 @@ impl ServerHandler for McpServer {
             Ok(value) => tool_result(value),
             // The session failed (a trap): still a result object of the
             // failure shape, so it matches the output schema.
-            Err(err) => tool_result(serde_json::json!({
-                "success": false,
-                "error": err.to_string(),
-                "partial_output": "",
-            })),
+            Err(err) => tool_result(failure_result(err)),
         };
         Ok(result.into())
     }

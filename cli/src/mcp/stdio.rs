@@ -22,11 +22,8 @@ impl McpServer {
         let served = async {
             let running = ServiceExt::serve(self, (reader, writer))
                 .await
-                .map_err(|err| McpError::Transport(err.to_string()))?;
-            running
-                .waiting()
-                .await
-                .map_err(|err| McpError::Transport(err.to_string()))?;
+                .map_err(McpError::transport)?;
+            running.waiting().await.map_err(McpError::transport)?;
             Ok::<(), McpError>(())
         }
         .await;
