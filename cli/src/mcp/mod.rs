@@ -1,4 +1,5 @@
-//! The tools as an MCP server (rmcp), one [`Session`] per connection.
+//! The tools as an MCP server (rmcp), one
+//! [`Session`](e2b_tools_host::Session) per connection.
 //!
 //! The catalog comes from the component (`catalog.list-tools`): names,
 //! titles, descriptions, input and output JSON Schemas and behaviour hints
