@@ -2,7 +2,7 @@
 //! native HTTP floor, against ONE local server started in this process.
 //! Prints a markdown table and writes it to `BENCHMARKS.md`. Its own crate,
 //! so nothing of it ships in `e2b-tools`:
-//! `cargo build --release -p e2b-tools-host && cargo run --release -p e2b-tools-bench`
+//! `cargo build --release -p e2b-tools && cargo run --release -p e2b-tools-bench`
 //! (the cold-start figure runs the `e2b-tools` binary built beside it).
 //!
 //! Measured (see issue 6): client cost per trivial call, control-plane

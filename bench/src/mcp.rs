@@ -31,7 +31,7 @@ fn binary() -> Result<PathBuf, Failure> {
         Ok(bin)
     } else {
         Err(host(format!(
-            "{} is missing: cargo build --release -p e2b-tools-host first",
+            "{} is missing: cargo build --release -p e2b-tools first",
             bin.display()
         )))
     }

@@ -24,7 +24,7 @@ pub(crate) async fn cold_start(
         .with_file_name("e2b-tools");
     if !exe.exists() {
         return Err(host(format!(
-            "{} is missing: build it first (cargo build --release -p e2b-tools-host)",
+            "{} is missing: build it first (cargo build --release -p e2b-tools)",
             exe.display()
         )));
     }

@@ -72,17 +72,7 @@ pub(crate) fn sandbox_shut_down(session: u64, sandbox: &str, killed: bool) {
     tracing::info!(target: AUDIT_TARGET, session, sandbox = %sandbox, killed, "sandbox shut down");
 }
 
-/// Shutting a sandbox down failed.
-pub(crate) fn shutdown_failed(error: &dyn std::fmt::Display) {
-    tracing::warn!(target: AUDIT_TARGET, error = %error, "sandbox shutdown failed");
-}
-
 /// The component trapped: the session is closed.
 pub(crate) fn trapped(session: u64, reason: &str) {
     tracing::error!(target: AUDIT_TARGET, session, error = %reason, "component trapped; session closed");
-}
-
-/// The embedded local server started.
-pub(crate) fn local_server_started(url: &str, isolated: bool) {
-    tracing::info!(target: AUDIT_TARGET, url = %url, isolation = isolated, "local server started");
 }

@@ -1,50 +1,46 @@
-//! The reference host of the E2B tools component: wasmtime embedding,
-//! outbound policy, audit trail, MCP server and backends.
+//! The reference host of the E2B tools component, as a library: wasmtime
+//! embedding, sessions, the stateless runtime, outbound policy and audit
+//! trail.
 //!
 //! The component (`wasm32-wasip2`, world `e2b-tools` in `wit/`) holds all
 //! the tool logic; this crate gives it what it needs — `wasi:http` for its
 //! requests to E2B, clocks for the keep-alive heartbeat, the `E2B_*`
 //! environment — and nothing else: no filesystem, no sockets, no other
-//! hosts.
+//! hosts. It has no front-end of its own: the `e2b-tools` command line, the
+//! MCP server and the in-process local backend are the crate `e2b-tools`
+//! (library `e2b_tools_cli`), built on this one.
 //!
 //! # Tutorial
 //!
 //! 1. **Load the component once.** [`Runtime::load`] compiles it (or reads
 //!    its compilation cache, an uncompressed artifact it maps) and links it; keep the `Runtime` for the
 //!    life of the process.
-//! 2. **Pick a backend.** [`Backend::start`] with [`BackendKind::Local`]
-//!    starts the local E2B-compatible server in-process; with
-//!    [`BackendKind::E2b`] sessions talk to E2B (needs `E2B_API_KEY`).
-//!    [`Backend::session_env`] gives the environment a session needs.
+//! 2. **Pick a backend** through the environment: with `E2B_API_KEY`
+//!    sessions talk to E2B; `E2B_API_URL` and `E2B_SANDBOX_URL` name any
+//!    E2B-compatible server instead, such as the local one (`e2b-tools
+//!    local serve`, or `e2b_tools_cli::Backend` in-process). [`e2b_env`]
+//!    keeps the `E2B_*` variables of the process.
 //! 3. **Open a session.** [`Session::open`] instantiates the component in
 //!    its own `Store` (memory-capped) and configures it. One session owns at
 //!    most one sandbox, created by the first tool call.
 //! 4. **Call tools**, typed ([`Session::run_code`], …) or by JSON
 //!    ([`Session::call_json`]) as a model would.
-//! 5. **Shut down** the sandbox with [`Session::shutdown`], then the backend.
+//! 5. **Shut down** the sandbox with [`Session::shutdown`].
 //!
 //! ```no_run
-//! use e2b_tools_host::{
-//!     Backend, BackendKind, ComponentSource, LocalBackendOptions, Runtime, Session,
-//!     SessionOptions,
-//! };
+//! use e2b_tools_host::{ComponentSource, Runtime, Session, SessionOptions};
 //! use serde_json::json;
 //!
 //! # async fn example() -> anyhow::Result<()> {
 //! let runtime = Runtime::load(ComponentSource::Embedded)?;
+//! // E2B_API_KEY (and any endpoint variables) from the process.
 //! let env = e2b_tools_host::e2b_env(std::env::vars());
-//! let backend = Backend::start(BackendKind::Local, &env, &LocalBackendOptions::default()).await?;
 //!
-//! let session = Session::open(
-//!     &runtime,
-//!     SessionOptions { env: backend.session_env(&env), ..SessionOptions::default() },
-//! )
-//! .await?;
+//! let session = Session::open(&runtime, SessionOptions { env, ..SessionOptions::default() }).await?;
 //! let result = session.call_json("run_code", &json!({"code": "print(6 * 7)"})).await?;
 //! assert_eq!(result["stdout"], "42\n");
 //!
 //! session.shutdown().await?;
-//! backend.shutdown().await;
 //! # Ok(())
 //! # }
 //! ```
@@ -78,24 +74,23 @@
 
 mod artifact_cache;
 mod audit;
-mod backend;
 pub mod bindings;
 mod clock;
 mod config;
+mod error;
 mod limits;
-pub mod mcp;
-pub mod mcp_http;
+mod loader;
 mod outbound;
 mod policy;
 pub mod progress;
 mod proxy;
+mod results;
 mod runtime;
 mod session;
 mod state;
 mod stateless;
 
 pub use audit::AUDIT_TARGET;
-pub use backend::{default_backend, Backend, BackendError, BackendKind, LocalBackendOptions};
 pub use bindings::{
     BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, ErrorKind, KeyValue,
     OutputOffsets, ProcessOutput, ProcessState, Readiness, RichResult, RunCodeArgs, RunCodeOutput,
@@ -104,14 +99,15 @@ pub use bindings::{
 pub use bindings::{NetworkRules, OnTimeout, VolumeMount};
 pub use clock::ClockMode;
 pub use config::SandboxConfig;
+pub use error::{OptionsError, SessionError, WasmError};
+pub use loader::{
+    CompileCache, ComponentSource, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
+    EMBEDDED_STATELESS,
+};
 pub use outbound::OutboundClient;
 pub use policy::{OutboundPolicy, PolicyError, DEFAULT_DOMAIN};
 pub use proxy::{check_proxy_url, Proxy, ProxyError};
-pub use runtime::{
-    CompileCache, ComponentSource, Runtime, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
-    EMBEDDED_STATELESS,
-};
-pub use session::{
-    e2b_env, Session, SessionError, SessionOptions, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT,
-};
+pub use results::{failure_result, succeeded};
+pub use runtime::Runtime;
+pub use session::{e2b_env, Session, SessionOptions, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT};
 pub use stateless::{StatelessOptions, StatelessRuntime, StatelessTool};

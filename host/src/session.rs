@@ -8,9 +8,11 @@ use crate::bindings::{
 };
 use crate::clock::{ClockMode, SessionClock};
 use crate::config::SandboxConfig;
+use crate::error::{OptionsError, SessionError, WasmError};
 use crate::limits::MemoryLimiter;
 use crate::outbound::OutboundHooks;
 use crate::policy::{OutboundPolicy, PolicyError};
+use crate::results::{failure_result, succeeded, Outcome};
 use crate::runtime::Runtime;
 use crate::state::SessionState;
 use std::collections::BTreeMap;
@@ -84,44 +86,6 @@ pub fn e2b_env(vars: impl IntoIterator<Item = (String, String)>) -> BTreeMap<Str
         .collect()
 }
 
-/// Why a session call failed (as opposed to a tool reporting a failure,
-/// which is a normal result).
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    /// The options are unusable (a malformed URL, a bad clock scale).
-    #[error("invalid session options: {0}")]
-    InvalidOptions(String),
-    /// The component could not be instantiated.
-    #[error("cannot instantiate the component: {0}")]
-    Instantiate(String),
-    /// The component rejected the configuration.
-    #[error("the component rejected the configuration: {}", .0.message)]
-    Configure(ToolError),
-    /// The component trapped (for example it ran out of its memory cap).
-    /// The session is now dead; the host is unaffected.
-    #[error("the component trapped and the session is closed: {0}")]
-    Trapped(String),
-    /// An earlier call trapped; open a new session.
-    #[error("the session is closed after an earlier trap: {0}")]
-    Dead(String),
-    /// A lifecycle call (`shutdown`) failed.
-    #[error("{}", .0.message)]
-    Lifecycle(ToolError),
-    /// The component returned something that is not JSON from `call-tool`.
-    #[error("the component returned invalid JSON: {0}")]
-    InvalidJson(String),
-    /// A stateless call's tool or arguments do not fit the component's
-    /// exports.
-    #[error("{0}")]
-    InvalidArguments(String),
-}
-
-impl From<PolicyError> for SessionError {
-    fn from(err: PolicyError) -> Self {
-        SessionError::InvalidOptions(err.to_string())
-    }
-}
-
 static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
 
 /// One component instance (one `Store`) and the sandbox it owns.
@@ -152,8 +116,8 @@ struct GuestInstance {
     sandbox_id: Option<String>,
     /// Whether the configuration asked to resume a given sandbox.
     resume_id: Option<String>,
-    /// Set when the instance trapped: why.
-    dead: Option<String>,
+    /// Set when the instance trapped: the trap.
+    dead: Option<WasmError>,
     /// The CPU budget each call starts with.
     fuel_per_call: u64,
 }
@@ -163,10 +127,7 @@ impl Session {
     /// sandbox is created by the first tool call.
     pub async fn open(runtime: &Runtime, options: SessionOptions) -> Result<Session, SessionError> {
         if !options.clock.is_valid() {
-            return Err(SessionError::InvalidOptions(format!(
-                "clock scale must be positive and finite, got {}",
-                options.clock.scale()
-            )));
+            return Err(OptionsError::ClockScale(options.clock.scale()).into());
         }
         let id = NEXT_SESSION_ID.fetch_add(1, Ordering::Relaxed);
         let env = e2b_env(options.env);
@@ -190,12 +151,12 @@ impl Session {
             .pre()
             .instantiate_async(&mut store)
             .await
-            .map_err(|err| SessionError::Instantiate(trap_reason(&err)))?;
+            .map_err(|err| SessionError::Instantiate(WasmError::new(err)))?;
         bindings
             .e2b_tools_lifecycle()
             .call_configure(&mut store, config)
             .await
-            .map_err(|err| SessionError::Trapped(trap_reason(&err)))?
+            .map_err(|err| SessionError::Trapped(WasmError::new(err)))?
             .map_err(SessionError::Configure)?;
 
         let cancel = store.data().cancel.clone();
@@ -285,30 +246,49 @@ impl Session {
     /// Calls a tool by name with a JSON object of arguments and returns its
     /// result object as e2b-adk returns it (`success` plus fields, or
     /// `success: false` with `error`). An unknown tool or bad arguments is a
-    /// `success: false` result, not an `Err`.
+    /// `success: false` result, not an `Err`: the component checks the name.
     pub async fn call_json(
         &self,
         tool: &str,
         args: &serde_json::Value,
     ) -> Result<serde_json::Value, SessionError> {
-        let text = self.call_text(tool, &args.to_string()).await?;
-        serde_json::from_str(&text).map_err(|err| SessionError::InvalidJson(err.to_string()))
+        let args_json = args.to_string();
+        if let Some(refusal) = refuse_large_arguments(&args_json) {
+            return Ok(refusal);
+        }
+        // Parsed once: the audit trail reads `success` from the same value.
+        self.call_tool(tool, &args_json, |text| {
+            let result: serde_json::Value = serde_json::from_str(&text)?;
+            let success = succeeded(&result);
+            Ok((result, success))
+        })
+        .await
     }
 
     /// Like [`Session::call_json`], with the arguments and the result as JSON
     /// text, exactly as the component's `call-tool` takes and returns them
     /// (arguments that are not valid JSON give a `success: false` result).
     pub async fn call_text(&self, tool: &str, args_json: &str) -> Result<String, SessionError> {
-        // Refused before it is copied into the guest, where more than its
-        // memory cap would end the instance.
-        if args_json.len() > e2b_wire::MAX_ARGUMENTS_BYTES {
-            let refusal = serde_json::json!({
-                "success": false,
-                "error": e2b_wire::arguments_too_large(args_json.len()),
-                "partial_output": "",
-            });
+        if let Some(refusal) = refuse_large_arguments(args_json) {
             return Ok(refusal.to_string());
         }
+        // Only `success` is read here, for the audit trail.
+        self.call_tool(tool, args_json, |text| {
+            let success = Outcome::succeeded(&text);
+            Ok((text, success))
+        })
+        .await
+    }
+
+    /// One `call-tool`: the instance's lock, the audit trail around the
+    /// call, and `read` making the caller's value of the result text (and
+    /// saying whether it is a success) in one pass.
+    async fn call_tool<T>(
+        &self,
+        tool: &str,
+        args_json: &str,
+        read: impl FnOnce(String) -> Result<(T, bool), serde_json::Error>,
+    ) -> Result<T, SessionError> {
         let mut guard = self.lock_alive().await?;
         let inst = &mut *guard;
         let started = inst.call_started(self.id, tool);
@@ -317,15 +297,11 @@ impl Session {
             .e2b_tools_catalog()
             .call_call_tool(&mut inst.store, tool, args_json)
             .await;
-        let text = inst.settle(self.id, result)?;
-        // Only `success` is read here, for the audit trail.
-        let success = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|v| v.get("success").and_then(|s| s.as_bool()))
-            == Some(true);
+        let read = read(inst.settle(self.id, result)?);
+        let success = matches!(read, Ok((_, true)));
         inst.call_finished(self.id, tool, started, success, None)
             .await;
-        Ok(text)
+        Ok(read?.0)
     }
 
     /// Runs code in the sandbox's stateful kernel.
@@ -470,15 +446,15 @@ impl Session {
     /// Waits for this session's turn, and gives the call its CPU budget.
     async fn lock_alive(&self) -> Result<MutexGuard<'_, GuestInstance>, SessionError> {
         let mut guard = self.instance.lock().await;
-        if let Some(reason) = &guard.dead {
-            return Err(SessionError::Dead(reason.clone()));
+        if let Some(trap) = &guard.dead {
+            return Err(SessionError::Dead(trap.clone()));
         }
         let fuel = guard.fuel_per_call;
         // Fuel is enabled on every engine this crate builds.
         guard
             .store
             .set_fuel(fuel)
-            .map_err(|err| SessionError::Trapped(format!("{err:#}")))?;
+            .map_err(|err| SessionError::Trapped(WasmError::new(err)))?;
         Ok(guard)
     }
 }
@@ -487,10 +463,10 @@ impl GuestInstance {
     /// Turns a wasmtime error (a trap) into a dead session.
     fn settle<T>(&mut self, session: u64, result: wasmtime::Result<T>) -> Result<T, SessionError> {
         result.map_err(|err| {
-            let reason = trap_reason(&err);
-            audit::trapped(session, &reason);
-            self.dead = Some(reason.clone());
-            SessionError::Trapped(reason)
+            let trap = WasmError::new(err);
+            audit::trapped(session, &trap.to_string());
+            self.dead = Some(trap.clone());
+            SessionError::Trapped(trap)
         })
     }
 
@@ -599,20 +575,19 @@ pub(crate) fn new_store(
     store
         .set_fuel(fuel_per_call)
         .and_then(|()| store.fuel_async_yield_interval(Some(FUEL_YIELD_INTERVAL)))
-        .map_err(|err| SessionError::Instantiate(format!("{err:#}")))?;
+        .map_err(|err| SessionError::Instantiate(WasmError::new(err)))?;
     Ok((store, progress_rx))
 }
 
 /// Where a store's component reports its progress.
 pub(crate) type ProgressReceiver = tokio::sync::watch::Receiver<crate::progress::Progress>;
 
-/// A trap's text for people; running out of fuel is named for what it is.
-pub(crate) fn trap_reason(err: &wasmtime::Error) -> String {
-    if err.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::OutOfFuel) {
-        "the component used up its CPU budget for one call (fuel_per_call) and was stopped".into()
-    } else {
-        format!("{err:#}")
-    }
+/// The result object refusing arguments over the component's bound,
+/// before they are copied into the guest, where more than its memory cap
+/// would end the instance.
+fn refuse_large_arguments(args_json: &str) -> Option<serde_json::Value> {
+    (args_json.len() > e2b_wire::MAX_ARGUMENTS_BYTES)
+        .then(|| failure_result(e2b_wire::arguments_too_large(args_json.len())))
 }
 
 #[cfg(test)]

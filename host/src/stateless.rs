@@ -11,13 +11,11 @@ use std::sync::Arc;
 use serde_json::Value;
 use wasmtime::component::{types::ComponentItem, InstancePre, Type, Val};
 
+use crate::error::{SessionError, WasmError};
+use crate::loader::{self, ComponentSource, RuntimeError, RuntimeOptions};
 use crate::outbound::OutboundClient;
 use crate::policy::OutboundPolicy;
-use crate::runtime::{compile, ComponentSource, RuntimeError, RuntimeOptions};
-use crate::session::{
-    e2b_env, new_store, policy_for, trap_reason, SessionError, DEFAULT_FUEL_PER_CALL,
-    DEFAULT_MEMORY_LIMIT,
-};
+use crate::session::{e2b_env, new_store, policy_for, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT};
 use crate::state::SessionState;
 use crate::{audit, ClockMode, SandboxConfig};
 
@@ -128,12 +126,12 @@ impl StatelessRuntime {
         source: ComponentSource,
         options: RuntimeOptions,
     ) -> Result<Self, RuntimeError> {
-        let client = OutboundClient::with_proxy(&options.proxy);
-        let (component, linker) = compile(source, options)?;
-        let engine = component.engine().clone();
-        let tools: Vec<StatelessTool> = component
+        let loaded = loader::load(source, options)?;
+        let engine = loaded.component.engine();
+        let tools: Vec<StatelessTool> = loaded
+            .component
             .component_type()
-            .exports(&engine)
+            .exports(engine)
             .filter_map(|(name, item)| match item.ty {
                 ComponentItem::ComponentFunc(func) => Some(StatelessTool {
                     name: name.to_string(),
@@ -146,15 +144,16 @@ impl StatelessRuntime {
             })
             .collect();
         if tools.is_empty() {
-            return Err(RuntimeError::Link(
-                "the component exports no functions: is it the e2b-tools-stateless world?".into(),
-            ));
+            return Err(RuntimeError::NoExports);
         }
-        let pre = linker
-            .instantiate_pre(&component)
-            .map_err(|err| RuntimeError::Link(format!("{err:#}")))?;
+        let pre = loaded.instantiate_pre()?;
+        loaded.finish();
         Ok(Self {
-            inner: Arc::new(Inner { pre, client, tools }),
+            inner: Arc::new(Inner {
+                pre,
+                client: loaded.client,
+                tools,
+            }),
         })
     }
 
@@ -215,21 +214,25 @@ impl StatelessRuntime {
             .pre
             .instantiate_async(&mut store)
             .await
-            .map_err(|err| SessionError::Instantiate(trap_reason(&err)))?;
+            .map_err(|err| SessionError::Instantiate(WasmError::new(err)))?;
         let func = instance
             .get_func(&mut store, name.as_str())
-            .ok_or_else(|| SessionError::Instantiate(format!("no export {name}")))?;
+            .ok_or_else(|| {
+                SessionError::Instantiate(WasmError::new(wasmtime::Error::msg(format!(
+                    "no export {name}"
+                ))))
+            })?;
         let mut results = [Val::Bool(false)];
         func.call_async(&mut store, &params, &mut results)
             .await
-            .map_err(|err| SessionError::Trapped(trap_reason(&err)))?;
+            .map_err(|err| SessionError::Trapped(WasmError::new(err)))?;
         let Val::String(text) = &results[0] else {
-            return Err(SessionError::InvalidJson(format!(
-                "{name} returned {:?}, not a string",
-                results[0]
-            )));
+            return Err(SessionError::NotAString {
+                export: name,
+                got: format!("{:?}", results[0]),
+            });
         };
-        serde_json::from_str(text).map_err(|err| SessionError::InvalidJson(err.to_string()))
+        Ok(serde_json::from_str(text)?)
     }
 }
 

@@ -589,7 +589,7 @@ async fn mcp_until(reader: &mut (impl tokio::io::AsyncBufRead + Unpin), id: u64)
 async fn the_key_and_token_never_appear_in_mcp_messages() {
     let server = server().await;
     let s = session(&server).await;
-    let mcp = e2b_tools_host::mcp::McpServer::new(s).await.unwrap();
+    let mcp = e2b_tools_cli::mcp::McpServer::new(s).await.unwrap();
     let session = mcp.session().expect("an open session").clone();
     let (client, server_side) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server_side);

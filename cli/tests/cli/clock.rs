@@ -3,9 +3,10 @@
 //! time) keeps a sandbox alive through a call longer than its real TTL. On
 //! a real clock the same heartbeat comes too late and the sandbox dies.
 
+use e2b_tools_cli::{Backend, BackendKind, LocalBackendOptions};
 use e2b_tools_host::{
-    e2b_env, Backend, BackendKind, ClockMode, ComponentSource, ErrorKind, LocalBackendOptions,
-    RunCodeArgs, RunCodeOutput, Runtime, SandboxConfig, Session, SessionOptions, ToolError,
+    e2b_env, ClockMode, ComponentSource, ErrorKind, RunCodeArgs, RunCodeOutput, Runtime,
+    SandboxConfig, Session, SessionOptions, ToolError,
 };
 
 const SCALE: f64 = 10.0;

@@ -7,12 +7,13 @@ mod rich_files;
 mod spinner;
 
 use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand, McpArgs, OnTimeoutArg};
-use e2b_tools_host::mcp::{McpError, McpServer};
-use e2b_tools_host::mcp_http::{self, McpHttpServer};
+use e2b_tools_cli::mcp::http::{self as mcp_http, McpHttpServer};
+use e2b_tools_cli::mcp::{McpError, McpServer};
+use e2b_tools_cli::{default_backend, Backend, BackendKind, LocalBackendOptions};
 use e2b_tools_host::{
-    default_backend, e2b_env, Backend, BackendKind, ClockMode, ComponentSource, KeyValue,
-    LocalBackendOptions, NetworkRules, OnTimeout, Proxy, Runtime, RuntimeOptions, SandboxConfig,
-    Session, SessionError, SessionOptions, StatelessOptions, StatelessRuntime, VolumeMount,
+    e2b_env, failure_result, succeeded, ClockMode, ComponentSource, KeyValue, NetworkRules,
+    OnTimeout, Proxy, Runtime, RuntimeOptions, SandboxConfig, Session, SessionError,
+    SessionOptions, StatelessOptions, StatelessRuntime, VolumeMount,
 };
 use rich_files::RichFiles;
 use serde_json::{json, Value};
@@ -109,26 +110,20 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, CliFailure
     let (backend, env) = start_backend(global).await?;
     let outcome = async {
         let session = open_session(&runtime, global, env).await?;
-        let names: Vec<String> = session
-            .list_tools()
-            .await
-            .map_err(CliFailure::host)?
-            .into_iter()
-            .map(|spec| spec.name)
-            .collect();
-        if !names.contains(&call_args.tool) {
-            return Err(CliFailure::usage(format!(
-                "unknown tool {:?}; the tools are: {}",
-                call_args.tool,
-                names.join(", ")
-            )));
-        }
         let result = {
             let _spinner = spinner::Spinner::start(format!("{} running", call_args.tool));
             cancellable(&session, session.call_json(&call_args.tool, &args)).await
         };
         shutdown_session(&session).await;
         let result = result?.map_err(CliFailure::host)?;
+        // The component checks the name (before any sandbox exists); its
+        // refusal of one it does not offer is a usage error here.
+        if let Some(tools) = unknown_tool(&call_args.tool, &result) {
+            return Err(CliFailure::usage(format!(
+                "unknown tool {:?}; the tools are: {tools}",
+                call_args.tool
+            )));
+        }
         Ok(result)
     }
     .await;
@@ -150,8 +145,7 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, CliFailure
         )
         .map_err(CliFailure::host)?;
     }
-    let success = result.get("success").and_then(Value::as_bool) == Some(true);
-    Ok(if success { 0 } else { EXIT_FAILURE })
+    Ok(if succeeded(&result) { 0 } else { EXIT_FAILURE })
 }
 
 /// `--stateless call TOOL [ARGS]`: one call of the stateless component in
@@ -194,8 +188,7 @@ async fn call_stateless(
             pretty(&result)
         }
     ))?;
-    let success = result.get("success").and_then(Value::as_bool) == Some(true);
-    Ok(if success { 0 } else { EXIT_FAILURE })
+    Ok(if succeeded(&result) { 0 } else { EXIT_FAILURE })
 }
 
 /// `batch`: JSON lines in, one result line out per call, one sandbox.
@@ -231,11 +224,11 @@ async fn run_batch_lines(session: &Session, mut files: RichFiles) -> Result<u8, 
             Ok((tool, args)) => match session.call_json(&tool, &args).await {
                 Ok(result) => result,
                 // The session is gone (trap): say so for this and every later line.
-                Err(err) => failure_result(&err.to_string()),
+                Err(err) => failure_result(err),
             },
-            Err(reason) => failure_result(&format!("malformed batch line {number}: {reason}")),
+            Err(reason) => failure_result(format!("malformed batch line {number}: {reason}")),
         };
-        all_succeeded &= result.get("success").and_then(Value::as_bool) == Some(true);
+        all_succeeded &= succeeded(&result);
         let saved = files.save(&result);
         RichFiles::annotate(&mut result, &saved);
         stdout
@@ -262,9 +255,18 @@ fn parse_batch_line(line: &str) -> Result<(String, Value), String> {
     Ok((tool.to_string(), args))
 }
 
-/// A result object in e2b-adk's failure shape.
-fn failure_result(error: &str) -> Value {
-    json!({"success": false, "error": error, "partial_output": ""})
+/// The tools the component offers, when `result` is its refusal of
+/// `tool` as unknown (or not enabled): e2b-adk's `Unknown tool: <tool>.
+/// Available tools: <names>`.
+fn unknown_tool<'a>(tool: &str, result: &'a Value) -> Option<&'a str> {
+    if succeeded(result) {
+        return None;
+    }
+    let error = result.get("error").and_then(Value::as_str)?;
+    error
+        .strip_prefix("Unknown tool: ")?
+        .strip_prefix(tool)?
+        .strip_prefix(". Available tools: ")
 }
 
 /// `mcp --http ADDR`: streamable HTTP, one session (and sandbox) per MCP
@@ -602,5 +604,18 @@ mod tests {
         assert!(parse_batch_line("not json").is_err());
         assert!(parse_batch_line(r#"{"args":{}}"#).is_err());
         assert!(parse_batch_line(r#"{"tool":"x","args":[1]}"#).is_err());
+    }
+
+    #[test]
+    fn the_component_s_refusal_of_an_unknown_tool_names_the_tools() {
+        let refusal =
+            failure_result("Unknown tool: write_file. Available tools: read_file, list_files");
+        assert_eq!(
+            unknown_tool("write_file", &refusal),
+            Some("read_file, list_files")
+        );
+        assert_eq!(unknown_tool("read_file", &refusal), None);
+        let other = failure_result("Failed to read file: nope");
+        assert_eq!(unknown_tool("read_file", &other), None);
     }
 }

@@ -10,7 +10,7 @@
 //!
 //! ```no_run
 //! # async fn example(runtime: e2b_tools_host::Runtime) -> anyhow::Result<()> {
-//! use e2b_tools_host::mcp_http::{HttpOptions, McpHttpServer};
+//! use e2b_tools_cli::mcp::http::{HttpOptions, McpHttpServer};
 //! use e2b_tools_host::SessionOptions;
 //! let options = HttpOptions::new("127.0.0.1:0".parse()?, "secret".into());
 //! let server = McpHttpServer::bind(runtime, SessionOptions::default(), options).await?;
@@ -36,9 +36,10 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::mcp::{Catalog, McpError, McpServer, SessionOpener, StatelessTools};
-use crate::runtime::Runtime;
-use crate::session::{Session, SessionOptions};
+use super::catalog::{Catalog, StatelessTools};
+use super::error::McpError;
+use super::server::{McpServer, SessionOpener};
+use e2b_tools_host::{Runtime, Session, SessionOptions};
 
 /// The endpoint path.
 pub const PATH: &str = "/mcp";
@@ -79,7 +80,7 @@ impl HttpOptions {
 
 /// A place under the session cap, held by a session's handler (or, until
 /// rmcp makes one, by the request that may make it); freed when dropped.
-pub(crate) struct LiveSession(Arc<AtomicUsize>);
+struct LiveSession(Arc<AtomicUsize>);
 
 impl LiveSession {
     /// Takes a place if fewer than `max` are taken: the check and the
@@ -142,30 +143,31 @@ impl McpHttpServer {
         let probe = Session::open(&runtime, session_options.clone()).await?;
         let catalog = Catalog::read(&probe).await?;
         drop(probe);
-        let options_for_stateless = crate::RuntimeOptions {
+        let options_for_stateless = e2b_tools_host::RuntimeOptions {
             proxy: runtime.proxy().clone(),
-            ..crate::RuntimeOptions::default()
+            ..e2b_tools_host::RuntimeOptions::default()
         };
         let stateless_runtime = tokio::task::spawn_blocking(move || {
-            crate::StatelessRuntime::load_with(
-                crate::ComponentSource::EmbeddedStateless,
+            e2b_tools_host::StatelessRuntime::load_with(
+                e2b_tools_host::ComponentSource::EmbeddedStateless,
                 options_for_stateless,
             )
         })
         .await
-        .map_err(|err| McpError::Transport(err.to_string()))?
-        .map_err(|err| McpError::Transport(format!("loading the stateless component: {err}")))?;
+        .map_err(McpError::transport)?
+        .map_err(McpError::Stateless)?;
         let stateless = StatelessTools::new(
             stateless_runtime,
-            crate::StatelessOptions::for_session(&session_options),
+            e2b_tools_host::StatelessOptions::for_session(&session_options),
             &catalog,
         );
         let listener = tokio::net::TcpListener::bind(options.addr)
             .await
-            .map_err(|err| McpError::Transport(format!("bind {}: {err}", options.addr)))?;
-        let local = listener
-            .local_addr()
-            .map_err(|err| McpError::Transport(err.to_string()))?;
+            .map_err(|source| McpError::Bind {
+                addr: options.addr,
+                source,
+            })?;
+        let local = listener.local_addr().map_err(McpError::transport)?;
         let cancel = CancellationToken::new();
         let cleanup = TaskTracker::new();
         let live = Arc::new(AtomicUsize::new(0));
@@ -249,7 +251,7 @@ impl McpHttpServer {
                 cancel.cancel();
             })
             .await
-            .map_err(|err| McpError::Transport(err.to_string()));
+            .map_err(McpError::transport);
         self.cancel.cancel();
         // rmcp drops each session's handler as it winds the session down;
         // the handler's drop hands its sandbox to `cleanup`. Wait for every

@@ -2,6 +2,7 @@
 //! the sandbox printed to stdout goes to stdout, its stderr to stderr, and
 //! everything else is labelled.
 
+use e2b_tools_host::succeeded;
 use serde_json::Value;
 use std::io::Write;
 
@@ -17,7 +18,7 @@ pub(crate) fn render(
     err: &mut impl Write,
 ) -> std::io::Result<()> {
     let field = |name: &str| result.get(name).and_then(Value::as_str).unwrap_or("");
-    if result.get("success").and_then(Value::as_bool) != Some(true) {
+    if !succeeded(result) {
         writeln!(err, "error: {}", field("error"))?;
         let partial = field("partial_output");
         if !partial.is_empty() {

@@ -1,9 +1,7 @@
 //! Sessions through the library: calls on one session are serialized.
 
-use e2b_tools_host::{
-    e2b_env, Backend, BackendKind, ComponentSource, LocalBackendOptions, Runtime, Session,
-    SessionOptions,
-};
+use e2b_tools_cli::{Backend, BackendKind, LocalBackendOptions};
+use e2b_tools_host::{e2b_env, ComponentSource, Runtime, Session, SessionOptions};
 use serde_json::json;
 
 #[tokio::test]
