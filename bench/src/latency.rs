@@ -13,12 +13,7 @@ pub(crate) async fn component_latency(
 ) -> Result<(), Failure> {
     let session = open_session(runtime, env).await?;
     let outcome = async {
-        call_ok(
-            &session,
-            "write_file",
-            &json!({"path": BENCH_FILE, "content": TEN_BYTES}),
-        )
-        .await?;
+        write_bench_file(&session).await?;
         for (tool, args, slot) in [
             ("read_file", read_args(), 0),
             ("list_files", list_args(), 1),
@@ -157,11 +152,28 @@ pub(crate) async fn exchange(
 ) -> Result<(u16, Bytes), Failure> {
     let response = client.request(request).await.map_err(host)?;
     let status = response.status().as_u16();
-    let body = response
+    Ok((status, body_bytes(response).await?))
+}
+
+/// A response's whole body.
+pub(crate) async fn body_bytes(
+    response: http::Response<hyper::body::Incoming>,
+) -> Result<Bytes, Failure> {
+    Ok(response
         .into_body()
         .collect()
         .await
         .map_err(host)?
-        .to_bytes();
-    Ok((status, body))
+        .to_bytes())
+}
+
+/// Writes the ten-byte file the read benchmarks read.
+pub(crate) async fn write_bench_file(session: &Session) -> Result<(), Failure> {
+    call_ok(
+        session,
+        "write_file",
+        &json!({"path": BENCH_FILE, "content": TEN_BYTES}),
+    )
+    .await?;
+    Ok(())
 }

@@ -201,12 +201,7 @@ impl HttpServer {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(host)?
-            .to_bytes();
+        let body = body_bytes(response).await?;
         if !status.is_success() {
             return Err(host(format!(
                 "HTTP {status}: {}",

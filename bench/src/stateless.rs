@@ -32,12 +32,7 @@ pub(crate) async fn stateless_cost(
     };
     let session = open_session(runtime, env).await?;
     let outcome = async {
-        call_ok(
-            &session,
-            "write_file",
-            &json!({"path": BENCH_FILE, "content": TEN_BYTES}),
-        )
-        .await?;
+        write_bench_file(&session).await?;
         let created = stateless
             .call(
                 &options,
