@@ -235,7 +235,7 @@ mod tests {
 
     fn decode_all(json_inside: &[u8], chunk: usize) -> (String, Option<usize>) {
         let mut d = JsonStringDecoder::new();
-        let mut sink = crate::truncate::TruncatingSink::new(usize::MAX / 2);
+        let mut sink = crate::output::truncate::TruncatingSink::new(usize::MAX / 2);
         let mut offset = 0;
         for part in json_inside.chunks(chunk) {
             let out = d.feed(part).unwrap();

@@ -15,7 +15,7 @@
 //! U+FFFD. That is what e2b-adk reports too, since it truncates the text the
 //! SDK has already decoded.
 
-use crate::redact::{Secrets, StreamRedactor};
+use crate::output::redact::{Secrets, StreamRedactor};
 
 /// e2b-adk's default bound for one output field, in bytes.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 10_000;

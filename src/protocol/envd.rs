@@ -15,13 +15,13 @@ use e2b_wire::process::{
 use e2b_wire::{ENVD_PORT, HEADER_ACCESS_TOKEN, HEADER_SANDBOX_ID, HEADER_SANDBOX_PORT};
 use serde::Deserialize;
 
-use crate::api::SandboxHandle;
 use crate::config::Settings;
 use crate::errors::{from_connect, from_connect_http, ErrorKind, Failure};
-use crate::progress::LatestLine;
-use crate::redact::Secrets;
-use crate::request::{query_escape, HttpRequest, Method};
-use crate::truncate::TruncatingSink;
+use crate::output::progress::LatestLine;
+use crate::output::redact::Secrets;
+use crate::output::truncate::TruncatingSink;
+use crate::protocol::api::SandboxHandle;
+use crate::protocol::request::{query_escape, HttpRequest, Method};
 
 /// Largest Start event accepted (envd sends ≤ 32 KiB of output per event,
 /// base64-encoded).
@@ -284,7 +284,7 @@ pub fn kill_process_request(settings: &Settings, sandbox: &SandboxHandle, pid: u
         e2b_wire::process::SEND_SIGNAL_PATH,
     )
     .header("connect-protocol-version", "1")
-    .header(e2b_wire::HEADER_FINISH_ON_CANCEL, "1")
+    .header(e2b_wire::host_guest::HEADER_FINISH_ON_CANCEL, "1")
     .json(&body)
 }
 

@@ -9,15 +9,15 @@ use e2b_wire::interpreter::{
 };
 use e2b_wire::INTERPRETER_PORT;
 
-use crate::api::SandboxHandle;
 use crate::config::Settings;
-use crate::envd::sandbox_request;
 use crate::errors::{ErrorKind, Failure};
-use crate::long_line::{text_line_head, JsonStringDecoder, Piece, TextStream};
-use crate::progress::LatestLine;
-use crate::redact::Secrets;
-use crate::request::{HttpRequest, Method};
-use crate::truncate::TruncatingSink;
+use crate::output::progress::LatestLine;
+use crate::output::redact::Secrets;
+use crate::output::truncate::TruncatingSink;
+use crate::protocol::api::SandboxHandle;
+use crate::protocol::envd::sandbox_request;
+use crate::protocol::long_line::{text_line_head, JsonStringDecoder, Piece, TextStream};
+use crate::protocol::request::{HttpRequest, Method};
 
 /// Longest NDJSON line held in memory (a result line may carry a large
 /// image); longer `stdout`/`stderr` lines are decoded on the fly.
@@ -323,7 +323,7 @@ impl ExecutionCollector {
 
     /// Output so far, for a failure's `partial_output`.
     pub fn partial_output(&self) -> String {
-        crate::envd::combine_partial(&self.stdout.snapshot(), &self.stderr.snapshot())
+        crate::protocol::envd::combine_partial(&self.stdout.snapshot(), &self.stderr.snapshot())
     }
 
     /// The execution, once the body is over.
@@ -346,8 +346,9 @@ impl ExecutionCollector {
                 self.partial_output(),
             ));
         }
-        let truncate =
-            |s: Option<String>| crate::truncate::truncate_text(&s.unwrap_or_default(), self.limit);
+        let truncate = |s: Option<String>| {
+            crate::output::truncate::truncate_text(&s.unwrap_or_default(), self.limit)
+        };
         Ok(Execution {
             text: truncate(self.text.take()),
             error: truncate(self.error.take()),
@@ -463,7 +464,7 @@ mod tests {
 
     #[test]
     fn request_matches_code_interpreter_sdk() {
-        let (settings, handle) = crate::envd::tests::fixture();
+        let (settings, handle) = crate::protocol::envd::tests::fixture();
         let req = execute_request(&settings, &handle, "x", "python", &BTreeMap::new());
         assert_eq!(req.url, "http://127.0.0.1:4000/execute");
         assert_eq!(req.header_value("e2b-sandbox-port"), Some("49999"));
@@ -532,7 +533,7 @@ mod tests {
     }
 
     fn thousands_of(n: usize) -> String {
-        let t = crate::truncate::truncate_text(&"x".repeat(n + 1), 1);
+        let t = crate::output::truncate::truncate_text(&"x".repeat(n + 1), 1);
         t.trim_start_matches("x…[truncated ")
             .trim_end_matches(" bytes]")
             .to_string()
