@@ -2,10 +2,10 @@
 //! crate's own, as `From` impls in one place. Each is total: a domain
 //! value always has a WIT value and back, so no arm is "unexpected".
 
-use super::embedding::exports::e2b::tools::catalog as wit_catalog;
-use super::embedding::exports::e2b::tools::lifecycle as wit_lifecycle;
-use super::embedding::exports::e2b::tools::tools as wit_tools;
-use super::embedding::exports::e2b::tools::types as wit_types;
+use super::wit::exports::e2b::tools::catalog as wit_catalog;
+use super::wit::exports::e2b::tools::lifecycle as wit_lifecycle;
+use super::wit::exports::e2b::tools::tools as wit_tools;
+use super::wit::exports::e2b::tools::types as wit_types;
 use crate::config::{NetworkRules, OnTimeout};
 use crate::errors::{ErrorKind, ToolError};
 use crate::protocol::envd::{EntryKind, ListedEntry};

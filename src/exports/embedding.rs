@@ -1,7 +1,7 @@
 //! The wit-bindgen export glue of the embedding world: each function
 //! builds its call, runs it in its own `block_on` on the instance's one
 //! session, and converts the answer ([`super::convert`]).
-//! The generated bindings need `unsafe`; nothing else here uses it.
+//! The generated `export!` needs `unsafe`; nothing else here uses it.
 #![allow(unsafe_code)]
 
 use super::convert::{unexpected, FromOutput};
@@ -14,19 +14,15 @@ use crate::tools::run_command::RunCommandArgs;
 use crate::tools::{self, args, catalog, ToolCall};
 use crate::{output::results, session};
 
-wit_bindgen::generate!({
-    world: "e2b-tools",
-    path: "wit",
-});
-
-use exports::e2b::tools::catalog as wit_catalog;
-use exports::e2b::tools::lifecycle as wit_lifecycle;
-use exports::e2b::tools::tools as wit_tools;
-use exports::e2b::tools::types as wit_types;
+use super::wit::export;
+use super::wit::exports::e2b::tools::catalog as wit_catalog;
+use super::wit::exports::e2b::tools::lifecycle as wit_lifecycle;
+use super::wit::exports::e2b::tools::tools as wit_tools;
+use super::wit::exports::e2b::tools::types as wit_types;
 
 struct Component;
 
-export!(Component);
+export!(Component with_types_in super::wit);
 
 fn pairs(list: Vec<wit_types::KeyValue>) -> Vec<(String, String)> {
     list.into_iter().map(|kv| (kv.key, kv.value)).collect()

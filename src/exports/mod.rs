@@ -13,3 +13,5 @@ mod convert;
 mod embedding;
 #[cfg(all(target_arch = "wasm32", feature = "stateless"))]
 mod stateless;
+#[cfg(all(target_arch = "wasm32", not(feature = "stateless")))]
+mod wit;

@@ -17,8 +17,8 @@ use serde_json::{Map, Value};
 
 use super::per_call;
 use crate::errors::ToolError;
-use crate::protocol::http::Wasi;
 use crate::session::env_var;
+use crate::session::http::Wasi;
 use crate::tools::{self, ToolCall, ToolName};
 
 struct Component;

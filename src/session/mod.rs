@@ -10,6 +10,8 @@
 //! than the known expiry: attaching to a sandbox that has longer left than
 //! our TTL never shortens it.
 
+#[cfg(target_arch = "wasm32")]
+pub mod http;
 mod keep_alive;
 pub mod platform;
 pub mod retry;
@@ -354,8 +356,8 @@ pub use component::*;
 /// The component's one session, on `wasi:http` and `wasi:clocks`.
 #[cfg(target_arch = "wasm32")]
 mod component {
+    use super::http::Wasi;
     use super::*;
-    use crate::protocol::http::Wasi;
 
     thread_local! {
         static SESSION: Rc<RefCell<Session>> =

@@ -1,7 +1,7 @@
 //! What the guest's orchestration needs from where it runs: HTTP requests
 //! with streamed answers, a monotonic clock with sleeps, and the wall clock.
 //!
-//! The component's are `wasi:http` and `wasi:clocks` (`crate::protocol::http`,
+//! The component's are `wasi:http` and `wasi:clocks` (`crate::session::http`,
 //! the only wasm-only code besides the export glue); native tests drive the
 //! same orchestration ([`crate::session`], [`crate::tools`]) with canned
 //! answers on a virtual clock. Static generics, not trait objects: the

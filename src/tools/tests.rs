@@ -4,9 +4,9 @@
 use super::*;
 use crate::errors::ErrorKind;
 use crate::protocol::envd::{EntryKind, ListedEntry};
-use crate::tools::background::start::Readiness;
 use crate::session::platform::fake::run;
 use crate::testing::*;
+use crate::tools::background::start::Readiness;
 
 #[test]
 fn every_name_parses_to_its_tool_and_nothing_else_does() {

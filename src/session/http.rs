@@ -16,9 +16,9 @@ use wasip2::http::types::{
 use wasip2::io::streams::{InputStream, StreamError};
 use wstd::io::{AsyncOutputStream, AsyncPollable};
 
+use super::platform::{Platform, Response, ResponseBody, READ_HEADERS};
 use crate::errors::{ErrorKind, Failure};
 use crate::protocol::request::{split_url, HttpRequest, Method};
-use crate::session::platform::{Platform, Response, ResponseBody, READ_HEADERS};
 
 /// Size of one read from a response body.
 const READ_CHUNK: usize = 64 * 1024;
