@@ -109,15 +109,8 @@ mod tests {
         // The default catalog is e2b-adk's six, in its order.
         let default: Vec<_> = enabled(ToolSet::DEFAULT).map(|t| t.name()).collect();
         assert_eq!(
-            default,
-            [
-                "run_code",
-                "run_command",
-                "write_file",
-                "read_file",
-                "list_files",
-                "start_background_command"
-            ]
+            default.join(","),
+            "run_code,run_command,write_file,read_file,list_files,start_background_command"
         );
     }
 
@@ -297,6 +290,11 @@ mod tests {
     /// on what is valid (cases on both sides of every rule the schemas state).
     #[test]
     fn every_schema_agrees_with_the_argument_parser() {
+        let (start, get, stop) = (
+            "start_background_command",
+            "get_background_output",
+            "stop_background_command",
+        );
         let cases: &[(&str, &str, bool)] = &[
             ("run_code", r#"{"code": "1"}"#, true),
             (
@@ -325,53 +323,29 @@ mod tests {
             ("read_file", r#"{}"#, false),
             ("list_files", r#"{}"#, true),
             ("list_files", r#"{"path": "/tmp"}"#, true),
-            ("start_background_command", r#"{"command": "x"}"#, true),
+            (start, r#"{"command": "x"}"#, true),
             (
-                "start_background_command",
+                start,
                 r#"{"command": "x", "port": 8080, "timeout": 0}"#,
                 true,
             ),
+            (start, r#"{"command": "x", "port": 0}"#, false),
+            (start, r#"{"command": "x", "port": 70000}"#, false),
+            (start, r#"{"port": 80}"#, false),
+            (get, r#"{"pid": 3}"#, true),
             (
-                "start_background_command",
-                r#"{"command": "x", "port": 0}"#,
-                false,
-            ),
-            (
-                "start_background_command",
-                r#"{"command": "x", "port": 70000}"#,
-                false,
-            ),
-            ("start_background_command", r#"{"port": 80}"#, false),
-            ("get_background_output", r#"{"pid": 3}"#, true),
-            (
-                "get_background_output",
+                get,
                 r#"{"pid": 3, "since": {"stdout": 5, "stderr": 0}}"#,
                 true,
             ),
-            ("get_background_output", r#"{}"#, false),
-            ("get_background_output", r#"{"pid": 0}"#, false),
-            (
-                "get_background_output",
-                r#"{"pid": 3, "since": {"stdout": -1}}"#,
-                false,
-            ),
-            (
-                "get_background_output",
-                r#"{"pid": 3, "since": {"lines": 1}}"#,
-                false,
-            ),
-            ("stop_background_command", r#"{"pid": 3}"#, true),
-            (
-                "stop_background_command",
-                r#"{"pid": 3, "signal": "SIGKILL"}"#,
-                true,
-            ),
-            (
-                "stop_background_command",
-                r#"{"pid": 3, "signal": "SIGUSR1"}"#,
-                false,
-            ),
-            ("stop_background_command", r#"{"signal": "SIGTERM"}"#, false),
+            (get, r#"{}"#, false),
+            (get, r#"{"pid": 0}"#, false),
+            (get, r#"{"pid": 3, "since": {"stdout": -1}}"#, false),
+            (get, r#"{"pid": 3, "since": {"lines": 1}}"#, false),
+            (stop, r#"{"pid": 3}"#, true),
+            (stop, r#"{"pid": 3, "signal": "SIGKILL"}"#, true),
+            (stop, r#"{"pid": 3, "signal": "SIGUSR1"}"#, false),
+            (stop, r#"{"signal": "SIGTERM"}"#, false),
         ];
         for (tool, args, valid) in cases {
             let spec = ALL.iter().find(|t| t.name() == *tool).unwrap();

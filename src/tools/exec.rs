@@ -129,12 +129,12 @@ pub(crate) async fn run_script<P: Platform>(
     )
     .await?;
     match stream.outcome()? {
-        0 => Ok(stream.stdout.finish()),
+        0 => Ok(stream.out.stdout.finish()),
         code => Err(Failure::new(
             ErrorKind::Internal,
             format!(
                 "the sandbox's process query failed (exit code {code}): {}",
-                stream.stderr.finish()
+                stream.out.stderr.finish()
             ),
         )),
     }

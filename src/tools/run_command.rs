@@ -125,8 +125,8 @@ pub(crate) async fn run<P: Platform>(
     match exit_code {
         Ok(exit_code) => Ok(CommandOutput {
             command: a.command.clone(),
-            stdout: stream.stdout.finish(),
-            stderr: stream.stderr.finish(),
+            stdout: stream.out.stdout.finish(),
+            stderr: stream.out.stderr.finish(),
             exit_code,
         }),
         Err(f) => {

@@ -138,6 +138,8 @@ mod tests {
 
     #[test]
     fn background_control_arguments_are_checked() {
+        const GET: &str = "get_background_output";
+        const STOP: &str = "stop_background_command";
         let call = parse_call(
             "get_background_output",
             r#"{"pid": 7, "since": {"stdout": 10}}"#,
@@ -162,44 +164,28 @@ mod tests {
             }
         );
         for (tool, args, message) in [
+            (GET, r#"{}"#, "Missing or invalid required argument: pid"),
+            (GET, r#"{"pid": 0}"#, INVALID_PID),
+            (GET, r#"{"pid": -3}"#, INVALID_PID),
+            (GET, r#"{"pid": 1.5}"#, INVALID_PID),
             (
-                "get_background_output",
-                r#"{}"#,
-                "Missing or invalid required argument: pid",
-            ),
-            ("get_background_output", r#"{"pid": 0}"#, INVALID_PID),
-            ("get_background_output", r#"{"pid": -3}"#, INVALID_PID),
-            ("get_background_output", r#"{"pid": 1.5}"#, INVALID_PID),
-            (
-                "get_background_output",
+                GET,
                 r#"{"pid": "7"}"#,
                 "Missing or invalid required argument: pid",
             ),
             (
-                "get_background_output",
+                GET,
                 r#"{"pid": 7, "since": {"stdout": -1}}"#,
                 "Invalid since",
             ),
+            (GET, r#"{"pid": 7, "since": 5}"#, "Invalid since"),
+            (GET, r#"{"pid": 7, "since": {"out": 5}}"#, "Invalid since"),
             (
-                "get_background_output",
-                r#"{"pid": 7, "since": 5}"#,
-                "Invalid since",
-            ),
-            (
-                "get_background_output",
-                r#"{"pid": 7, "since": {"out": 5}}"#,
-                "Invalid since",
-            ),
-            (
-                "stop_background_command",
+                STOP,
                 r#"{"pid": 7, "signal": "SIGUSR1"}"#,
                 "Invalid signal: expected SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGKILL",
             ),
-            (
-                "stop_background_command",
-                r#"{"pid": 7, "signal": 9}"#,
-                "Invalid signal",
-            ),
+            (STOP, r#"{"pid": 7, "signal": 9}"#, "Invalid signal"),
         ] {
             let err = parse_call(tool, args).unwrap_err();
             assert!(

@@ -230,8 +230,8 @@ pub(crate) async fn run<P: Platform>(
             .map(|port| settings.preview_url(&sandbox.id, port, sandbox.domain.as_deref())),
         readiness,
         exit_code,
-        stdout: stream.stdout.finish(),
-        stderr: stream.stderr.finish(),
+        stdout: stream.out.stdout.finish(),
+        stderr: stream.out.stderr.finish(),
     })
 }
 
