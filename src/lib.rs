@@ -9,7 +9,6 @@
 //! building, stream parsing, keep-alive policy) compiles natively and is
 //! unit-tested with `cargo test`; only the glue that sends requests and the
 //! wit-bindgen exports are wasm-only.
-#![deny(unsafe_code)]
 //!
 //! The folders are the layers; an arrow only points down:
 //!
@@ -19,12 +18,14 @@
 //!   result dict) and the catalog derived from them; uses session,
 //!   protocol, output.
 //! - [`session`]: the sandbox a session holds, keep-alive, retries and the
-//!   platform seam; uses protocol, output.
+//!   platform seam (with its `wasi:http` implementation); uses protocol,
+//!   output.
 //! - [`protocol`]: E2B's control plane, envd and the code interpreter:
 //!   request builders and answer parsers; uses output.
 //! - [`output`]: truncation, redaction, progress lines and result dicts.
 //! - [`config`] and [`errors`]: the resolved options and the failure
 //!   types every layer shares.
+#![deny(unsafe_code)]
 
 pub mod config;
 pub mod errors;

@@ -7,7 +7,7 @@
 //! catalog (`list_tools`, the instructions) is derived from the specs in
 //! [`catalog`].
 //!
-//! Adding a tool: its file, its line in [`ALL`] and [`spec`], a
+//! Adding a tool: its file, its line in [`ALL`] and [`spec()`], a
 //! [`ToolName`] variant, and the WIT; the compiler points to every
 //! dispatch `match` that needs an arm.
 
@@ -103,7 +103,7 @@ pub enum ToolCall {
     ListFiles {
         /// Directory, `.` by default.
         path: String,
-        /// How many levels: 1 (its children, e2b-adk's) to [`MAX_LIST_DEPTH`].
+        /// How many levels: 1 (its children, e2b-adk's) to [`MAX_LIST_DEPTH`](list_files::MAX_LIST_DEPTH).
         depth: u32,
     },
     /// `start_background_command`.

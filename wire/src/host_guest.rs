@@ -6,7 +6,7 @@
 //! - the size limits both sides enforce ([`MAX_WRITE_BYTES`],
 //!   [`MAX_ARGUMENTS_BYTES`]) and their messages;
 //! - cancellation ([`HEADER_FINISH_ON_CANCEL`], [`CANCELLED_BY_HOST`]);
-//! - the environment variables a host sets and the guest reads ([`env`]).
+//! - the environment variables a host sets and the guest reads ([`mod@env`]).
 
 /// The most `write_file` takes in one call, in bytes: 32 MiB. Sized for the
 /// hosts' default 256 MiB guest memory cap, so that a write never ends the
