@@ -231,7 +231,19 @@ pub fn parse_object(
 
 /// e2b-adk's failure prefix of the call's tool.
 pub fn failure_prefix(call: &ToolCall) -> &'static str {
-    spec(call.tool()).failure_prefix
+    // Read from each spec at compile time: through `spec()` at run time
+    // the whole specs (descriptions, schemas) would be linked into the
+    // stateless world, which lists no catalog (24 KiB).
+    match call.tool() {
+        ToolName::RunCode => run_code::SPEC.failure_prefix,
+        ToolName::RunCommand => run_command::SPEC.failure_prefix,
+        ToolName::WriteFile => write_file::SPEC.failure_prefix,
+        ToolName::ReadFile => read_file::SPEC.failure_prefix,
+        ToolName::ListFiles => list_files::SPEC.failure_prefix,
+        ToolName::StartBackgroundCommand => background::start::SPEC.failure_prefix,
+        ToolName::GetBackgroundOutput => background::output::SPEC.failure_prefix,
+        ToolName::StopBackgroundCommand => background::stop::SPEC.failure_prefix,
+    }
 }
 
 /// Adds the call's echoed path or command to an error, as e2b-adk does.
