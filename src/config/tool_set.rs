@@ -6,57 +6,55 @@
 
 use crate::errors::ToolError;
 
-/// A tool, by the name models call it with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ToolName {
+/// Declares [`ToolName`], its [`ALL`](ToolName::ALL) and its names from
+/// one list, so a tool added to the list is in every one of them.
+macro_rules! tool_names {
+    ($($(#[$doc:meta])* $variant:ident => $name:literal,)*) => {
+        /// A tool, by the name models call it with.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ToolName {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl ToolName {
+            /// Every tool, in catalog order.
+            pub const ALL: [ToolName; [$($name),*].len()] = [$(ToolName::$variant),*];
+
+            /// The name as models see it.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(ToolName::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+// e2b-adk's six in its order, then ours. The catalog's order
+// (`crate::tools::ALL`) follows this one (a test checks).
+tool_names! {
     /// `run_code`.
-    RunCode,
+    RunCode => "run_code",
     /// `run_command`.
-    RunCommand,
+    RunCommand => "run_command",
     /// `write_file`.
-    WriteFile,
+    WriteFile => "write_file",
     /// `read_file`.
-    ReadFile,
+    ReadFile => "read_file",
     /// `list_files`.
-    ListFiles,
+    ListFiles => "list_files",
     /// `start_background_command`.
-    StartBackgroundCommand,
+    StartBackgroundCommand => "start_background_command",
     /// `get_background_output` (opt-in).
-    GetBackgroundOutput,
+    GetBackgroundOutput => "get_background_output",
     /// `stop_background_command` (opt-in).
-    StopBackgroundCommand,
+    StopBackgroundCommand => "stop_background_command",
 }
 
 impl ToolName {
-    /// Every tool: e2b-adk's six in its order, then ours.
-    pub const ALL: [ToolName; 8] = [
-        ToolName::RunCode,
-        ToolName::RunCommand,
-        ToolName::WriteFile,
-        ToolName::ReadFile,
-        ToolName::ListFiles,
-        ToolName::StartBackgroundCommand,
-        ToolName::GetBackgroundOutput,
-        ToolName::StopBackgroundCommand,
-    ];
-
-    /// The name as models see it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ToolName::RunCode => "run_code",
-            ToolName::RunCommand => "run_command",
-            ToolName::WriteFile => "write_file",
-            ToolName::ReadFile => "read_file",
-            ToolName::ListFiles => "list_files",
-            ToolName::StartBackgroundCommand => "start_background_command",
-            ToolName::GetBackgroundOutput => "get_background_output",
-            ToolName::StopBackgroundCommand => "stop_background_command",
-        }
-    }
-
     /// Its bit in a [`ToolSet`].
-    const fn bit(self) -> u8 {
-        1 << self as u8
+    const fn bit(self) -> u32 {
+        1 << self as u32
     }
 
     /// The tool called `name`, `None` for any other name.
@@ -68,7 +66,7 @@ impl ToolName {
 /// The tools a session offers: listed, described and callable. The rest
 /// answer as if unknown, naming the enabled ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ToolSet(u8);
+pub struct ToolSet(u32);
 
 impl ToolSet {
     /// e2b-adk's six, the default.
@@ -81,7 +79,7 @@ impl ToolSet {
             | ToolName::StartBackgroundCommand.bit(),
     );
     /// Every tool.
-    pub const ALL: ToolSet = ToolSet(Self::DEFAULT.0 | Self::BACKGROUND_CONTROL.0);
+    pub const ALL: ToolSet = ToolSet((1 << ToolName::ALL.len()) - 1);
     /// The tools that need a background process's output kept in the
     /// sandbox (see [`crate::tools::background::script`]).
     const BACKGROUND_CONTROL: ToolSet =
