@@ -1,20 +1,25 @@
 //! Every conversion between the embedding world's WIT types and the
-//! crate's own, as `From` impls in one place. Each is total: a domain
-//! value always has a WIT value and back, so no arm is "unexpected".
+//! crate's own, in one place: `From` where every value has a counterpart
+//! (errors, outputs, signals, the configuration), `TryFrom` where the
+//! arguments are checked as `call-tool` checks them. The one step that is
+//! not total, a typed function's output out of the call's [`ToolOutput`],
+//! is [`FromOutput`], with one fallback for all tools.
 
 use super::wit::exports::e2b::tools::catalog as wit_catalog;
 use super::wit::exports::e2b::tools::lifecycle as wit_lifecycle;
 use super::wit::exports::e2b::tools::tools as wit_tools;
 use super::wit::exports::e2b::tools::types as wit_types;
-use crate::config::{NetworkRules, OnTimeout};
+use crate::config::{ConfigInput, NetworkRules, OnTimeout};
 use crate::errors::{ErrorKind, ToolError};
 use crate::protocol::envd::{EntryKind, ListedEntry};
 use crate::protocol::interpreter::{Execution, RichResult};
+use crate::tools::args::{missing, normalize_language};
 use crate::tools::background::script::{ProcessOutput, ProcessState, StoppedProcess};
-use crate::tools::background::start::{BackgroundOutput, Readiness};
+use crate::tools::background::start::{BackgroundArgs, BackgroundOutput, Readiness, INVALID_PORT};
 use crate::tools::background::{Offsets, StopSignal};
-use crate::tools::run_command::CommandOutput;
-use crate::tools::{Hints, ToolOutput, ToolSpec};
+use crate::tools::run_code::RunCodeArgs;
+use crate::tools::run_command::{CommandOutput, RunCommandArgs};
+use crate::tools::{Hints, ToolCall, ToolOutput, ToolSpec};
 
 impl From<ErrorKind> for wit_types::ErrorKind {
     fn from(kind: ErrorKind) -> Self {
@@ -43,6 +48,102 @@ impl From<ToolError> for wit_types::ToolError {
             path: err.path,
             command: err.command,
         }
+    }
+}
+
+/// A required string argument: "" is missing, as in `call-tool`.
+pub(super) fn required(value: String, key: &str) -> Result<String, ToolError> {
+    if value.is_empty() {
+        Err(missing(key))
+    } else {
+        Ok(value)
+    }
+}
+
+fn seconds_to_ms(seconds: Option<u32>) -> Option<u64> {
+    seconds.map(|s| u64::from(s) * 1000)
+}
+
+impl From<wit_types::KeyValue> for (String, String) {
+    fn from(kv: wit_types::KeyValue) -> Self {
+        (kv.key, kv.value)
+    }
+}
+
+impl From<wit_lifecycle::VolumeMount> for (String, String) {
+    fn from(v: wit_lifecycle::VolumeMount) -> Self {
+        (v.name, v.path)
+    }
+}
+
+impl From<wit_lifecycle::Config> for ConfigInput {
+    fn from(config: wit_lifecycle::Config) -> Self {
+        Self {
+            api_key: config.api_key,
+            template: config.template,
+            metadata: config.metadata.into_iter().map(Into::into).collect(),
+            envs: config.envs.into_iter().map(Into::into).collect(),
+            timeout_seconds: config.timeout_seconds,
+            domain: config.domain,
+            api_url: config.api_url,
+            sandbox_url: config.sandbox_url,
+            request_timeout_ms: config.request_timeout_ms,
+            allow_internet_access: config.allow_internet_access,
+            network: config.network.map(Into::into),
+            on_timeout: config.on_timeout.map(Into::into),
+            auto_resume: config.auto_resume,
+            volume_mounts: config.volume_mounts.into_iter().map(Into::into).collect(),
+            max_output_bytes: config.max_output_bytes,
+            rich_results: config.rich_results,
+            readiness_timeout_ms: config.readiness_timeout_ms,
+            sandbox_id: config.sandbox_id,
+            tools: config.tools,
+            progress: config.progress,
+        }
+    }
+}
+
+impl TryFrom<wit_tools::RunCodeArgs> for ToolCall {
+    type Error = ToolError;
+
+    fn try_from(a: wit_tools::RunCodeArgs) -> Result<Self, ToolError> {
+        Ok(ToolCall::RunCode(RunCodeArgs {
+            code: required(a.code, "code")?,
+            language: normalize_language(a.language.as_deref()),
+            envs: a.envs.into_iter().map(Into::into).collect(),
+            timeout_ms: seconds_to_ms(a.timeout_seconds),
+        }))
+    }
+}
+
+impl TryFrom<wit_tools::RunCommandArgs> for ToolCall {
+    type Error = ToolError;
+
+    fn try_from(a: wit_tools::RunCommandArgs) -> Result<Self, ToolError> {
+        Ok(ToolCall::RunCommand(RunCommandArgs {
+            command: required(a.command, "command")?,
+            cwd: a.cwd.filter(|c| !c.is_empty()),
+            envs: a.envs.into_iter().map(Into::into).collect(),
+            timeout_ms: seconds_to_ms(a.timeout_seconds),
+        }))
+    }
+}
+
+impl TryFrom<wit_tools::BackgroundArgs> for ToolCall {
+    type Error = ToolError;
+
+    fn try_from(a: wit_tools::BackgroundArgs) -> Result<Self, ToolError> {
+        let command = required(a.command, "command")?;
+        if a.port == Some(0) {
+            return Err(ToolError::invalid(INVALID_PORT).with_command(command));
+        }
+        Ok(ToolCall::StartBackground(BackgroundArgs {
+            command,
+            port: a.port,
+            cwd: a.cwd.filter(|c| !c.is_empty()),
+            envs: a.envs.into_iter().map(Into::into).collect(),
+            timeout_ms: seconds_to_ms(a.timeout_seconds),
+        }))
     }
 }
 

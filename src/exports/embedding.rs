@@ -4,13 +4,10 @@
 //! The generated `export!` needs `unsafe`; nothing else here uses it.
 #![allow(unsafe_code)]
 
-use super::convert::{unexpected, FromOutput};
+use super::convert::{required, unexpected, FromOutput};
 use crate::config::{ConfigInput, Settings};
 use crate::errors::ToolError;
-use crate::tools::background::start::{BackgroundArgs, INVALID_PORT};
 use crate::tools::background::{Offsets, INVALID_PID};
-use crate::tools::run_code::RunCodeArgs;
-use crate::tools::run_command::RunCommandArgs;
 use crate::tools::{self, args, catalog, ToolCall};
 use crate::{output::results, session};
 
@@ -24,26 +21,10 @@ struct Component;
 
 export!(Component with_types_in super::wit);
 
-fn pairs(list: Vec<wit_types::KeyValue>) -> Vec<(String, String)> {
-    list.into_iter().map(|kv| (kv.key, kv.value)).collect()
-}
-
-fn seconds_to_ms(seconds: Option<u32>) -> Option<u64> {
-    seconds.map(|s| u64::from(s) * 1000)
-}
-
 /// Runs one call of a typed function to completion, as its WIT output.
 fn run<T: FromOutput>(call: ToolCall) -> Result<T, wit_types::ToolError> {
     let output = wstd::runtime::block_on(tools::execute(&session::wasi(), call))?;
     T::from_output(output).ok_or_else(|| unexpected().into())
-}
-
-fn required(value: String, key: &str) -> Result<String, ToolError> {
-    if value.is_empty() {
-        Err(args::missing(key))
-    } else {
-        Ok(value)
-    }
 }
 
 impl wit_lifecycle::Guest for Component {
@@ -54,32 +35,7 @@ impl wit_lifecycle::Guest for Component {
             )
             .into());
         }
-        let input = ConfigInput {
-            api_key: config.api_key,
-            template: config.template,
-            metadata: pairs(config.metadata),
-            envs: pairs(config.envs),
-            timeout_seconds: config.timeout_seconds,
-            domain: config.domain,
-            api_url: config.api_url,
-            sandbox_url: config.sandbox_url,
-            request_timeout_ms: config.request_timeout_ms,
-            allow_internet_access: config.allow_internet_access,
-            network: config.network.map(Into::into),
-            on_timeout: config.on_timeout.map(Into::into),
-            auto_resume: config.auto_resume,
-            volume_mounts: config
-                .volume_mounts
-                .into_iter()
-                .map(|v| (v.name, v.path))
-                .collect(),
-            max_output_bytes: config.max_output_bytes,
-            rich_results: config.rich_results,
-            readiness_timeout_ms: config.readiness_timeout_ms,
-            sandbox_id: config.sandbox_id,
-            tools: config.tools,
-            progress: config.progress,
-        };
+        let input = ConfigInput::from(config);
         let settings = Settings::resolve(input, session::env_var)?;
         session::wasi().update(|s| *s = session::Session::new(settings));
         Ok(())
@@ -103,23 +59,13 @@ impl wit_tools::Guest for Component {
     fn run_code(
         a: wit_tools::RunCodeArgs,
     ) -> Result<wit_tools::RunCodeOutput, wit_types::ToolError> {
-        run(ToolCall::RunCode(RunCodeArgs {
-            code: required(a.code, "code")?,
-            language: args::normalize_language(a.language.as_deref()),
-            envs: pairs(a.envs).into_iter().collect(),
-            timeout_ms: seconds_to_ms(a.timeout_seconds),
-        }))
+        run(a.try_into()?)
     }
 
     fn run_command(
         a: wit_tools::RunCommandArgs,
     ) -> Result<wit_tools::CommandOutput, wit_types::ToolError> {
-        run(ToolCall::RunCommand(RunCommandArgs {
-            command: required(a.command, "command")?,
-            cwd: a.cwd.filter(|c| !c.is_empty()),
-            envs: pairs(a.envs).into_iter().collect(),
-            timeout_ms: seconds_to_ms(a.timeout_seconds),
-        }))
+        run(a.try_into()?)
     }
 
     fn write_file(path: String, content: String) -> Result<(), wit_types::ToolError> {
@@ -144,19 +90,7 @@ impl wit_tools::Guest for Component {
     fn start_background_command(
         a: wit_tools::BackgroundArgs,
     ) -> Result<wit_tools::BackgroundProcess, wit_types::ToolError> {
-        let command = required(a.command, "command")?;
-        if a.port == Some(0) {
-            return Err(ToolError::invalid(INVALID_PORT)
-                .with_command(command)
-                .into());
-        }
-        run(ToolCall::StartBackground(BackgroundArgs {
-            command,
-            port: a.port,
-            cwd: a.cwd.filter(|c| !c.is_empty()),
-            envs: pairs(a.envs).into_iter().collect(),
-            timeout_ms: seconds_to_ms(a.timeout_seconds),
-        }))
+        run(a.try_into()?)
     }
 
     fn get_background_output(
