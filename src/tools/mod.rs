@@ -7,9 +7,11 @@
 //! catalog (`list_tools`, the instructions) is derived from the specs in
 //! [`catalog`].
 //!
-//! Adding a tool: its file, its line in [`ALL`] and [`spec()`], a
-//! [`ToolName`] variant, and the WIT; the compiler points to every
-//! dispatch `match` that needs an arm.
+//! Adding a tool: its file (with its `SPEC`), its line in [`ALL`], its
+//! line in the config's tool list (`tool_names!`, which makes the
+//! [`ToolName`]), and the WIT. The compiler then points to every `match`
+//! that needs an arm: [`spec()`], [`failure_prefix`], [`parse_object`],
+//! the dispatch over [`ToolCall`] and [`ToolOutput`], and the exports.
 
 use serde_json::Map;
 
