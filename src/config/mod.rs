@@ -9,7 +9,6 @@ pub use tool_set::{ToolName, ToolSet};
 use e2b_wire::host_guest::env as vars;
 
 use crate::errors::ToolError;
-use crate::output::truncate::DEFAULT_MAX_OUTPUT_BYTES;
 
 mod tool_set;
 
@@ -17,6 +16,8 @@ mod tool_set;
 pub const DEFAULT_DOMAIN: &str = "e2b.app";
 /// Sandbox TTL when none is configured (the SDK's `default_sandbox_timeout`).
 pub const DEFAULT_TTL_SECONDS: u32 = 300;
+/// e2b-adk's default bound for one output field, in bytes.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 10_000;
 /// Timeout of non-execution requests (the SDK's `request_timeout`).
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 60_000;
 /// How long `start_background_command` waits for its port.

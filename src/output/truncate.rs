@@ -17,9 +17,6 @@
 
 use crate::output::redact::{Secrets, StreamRedactor};
 
-/// e2b-adk's default bound for one output field, in bytes.
-pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 10_000;
-
 /// The replacement character's UTF-8 encoding.
 const REPLACEMENT: &str = "\u{FFFD}";
 
