@@ -9,36 +9,30 @@
 //! building, stream parsing, keep-alive policy) compiles natively and is
 //! unit-tested with `cargo test`; only the glue that sends requests and the
 //! wit-bindgen exports are wasm-only.
+//!
+//! The folders are the layers; an arrow only points down:
+//!
+//! - [`exports`]: the WIT worlds' glue (wasm only) and the stateless
+//!   world's per-call entry; uses everything below.
+//! - [`tools`]: one file per tool (its spec, arguments, orchestration and
+//!   result dict) and the catalog derived from them; uses session,
+//!   protocol, output.
+//! - [`session`]: the sandbox a session holds, keep-alive, retries and the
+//!   platform seam (with its `wasi:http` implementation); uses protocol,
+//!   output.
+//! - [`protocol`]: E2B's control plane, envd and the code interpreter:
+//!   request builders and answer parsers; uses output.
+//! - [`output`]: truncation, redaction, progress lines and result dicts.
+//! - [`config`] and [`errors`]: the resolved options and the failure
+//!   types every layer shares.
 #![deny(unsafe_code)]
 
-pub mod api;
-pub mod args;
-pub mod background;
-pub mod base64_sink;
-pub mod catalog;
 pub mod config;
-pub mod envd;
 pub mod errors;
-#[cfg(target_arch = "wasm32")]
-pub mod http;
-pub mod interpreter;
-pub mod long_line;
-pub mod platform;
-pub mod progress;
-pub mod redact;
-pub mod request;
-pub mod results;
-pub mod retry;
+pub mod exports;
+pub mod output;
+pub mod protocol;
 pub mod session;
-pub mod stateless;
 #[cfg(test)]
 mod testing;
 pub mod tools;
-pub mod truncate;
-
-// One component per build: the embedding world by default, the stateless
-// world with `--features stateless`.
-#[cfg(all(target_arch = "wasm32", not(feature = "stateless")))]
-mod exports;
-#[cfg(all(target_arch = "wasm32", feature = "stateless"))]
-mod stateless_exports;

@@ -8,10 +8,13 @@ use std::rc::Rc;
 use e2b_wire::connect::{encode_envelope, FLAG_END_STREAM};
 use e2b_wire::process::{end_event, DataEvent, ProcessEvent, ProcessEventMessage, StartEvent};
 
-use crate::args::{BackgroundArgs, RunCodeArgs, RunCommandArgs, ToolCall};
 use crate::config::{ConfigInput, Settings};
-use crate::platform::fake::{Answer, FakePlatform, Step};
+use crate::session::platform::fake::{Answer, FakePlatform, Step};
 use crate::session::{Ctx, Session};
+use crate::tools::background::start::BackgroundArgs;
+use crate::tools::run_code::RunCodeArgs;
+use crate::tools::run_command::RunCommandArgs;
+use crate::tools::ToolCall;
 
 /// The environment of every fixture session.
 pub fn env(name: &str) -> Option<String> {

@@ -3,7 +3,7 @@
 //! answer as when the body arrives in one piece.
 #![no_main]
 
-use e2b_tools::envd::ProcessStream;
+use e2b_tools::protocol::envd::ProcessStream;
 use e2b_tools_fuzz::{chunks, seeds_and_body};
 use e2b_wire::connect::EnvelopeDecoder;
 use libfuzzer_sys::fuzz_target;

@@ -4,7 +4,7 @@
 //! body arrives in one piece.
 #![no_main]
 
-use e2b_tools::interpreter::ExecutionCollector;
+use e2b_tools::protocol::interpreter::ExecutionCollector;
 use e2b_tools_fuzz::{chunks, seeds_and_body};
 use e2b_wire::interpreter::LineSplitter;
 use libfuzzer_sys::fuzz_target;

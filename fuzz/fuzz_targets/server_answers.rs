@@ -3,19 +3,19 @@
 //! behind in any text.
 #![no_main]
 
-use e2b_tools::api::{
+use e2b_tools::protocol::api::{
     parse_kill, parse_pause, parse_pauses_on_timeout, parse_sandbox, parse_set_timeout,
     parse_time_left,
 };
-use e2b_tools::args::Offsets;
-use e2b_tools::background::{parse_output, parse_stop};
-use e2b_tools::envd::parse_list_dir;
+use e2b_tools::tools::background::Offsets;
+use e2b_tools::tools::background::script::{parse_output, parse_stop};
+use e2b_tools::protocol::envd::parse_list_dir;
 use e2b_tools::errors::{
     body_message, from_api_status, from_connect_http, from_envd_http, from_interpreter_http,
 };
-use e2b_tools::redact::{Secrets, StreamRedactor};
-use e2b_tools::request::split_url;
-use e2b_tools::retry::{parse_retry_after, parse_should_retry};
+use e2b_tools::output::redact::{Secrets, StreamRedactor};
+use e2b_tools::protocol::request::split_url;
+use e2b_tools::session::retry::{parse_retry_after, parse_should_retry};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,7 +3,7 @@
 //! the limit, and no UTF-8 character is split.
 #![no_main]
 
-use e2b_tools::truncate::{truncate_text, TruncatingSink};
+use e2b_tools::output::truncate::{truncate_text, TruncatingSink};
 use e2b_tools_fuzz::{chunks, seeds_and_body};
 use libfuzzer_sys::fuzz_target;
 

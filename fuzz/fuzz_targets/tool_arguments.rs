@@ -2,7 +2,7 @@
 //! give a parsed call or a clear invalid-argument error, never a panic.
 #![no_main]
 
-use e2b_tools::args::{parse_call, TOOL_NAMES};
+use e2b_tools::tools::{parse_call, ToolName};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(rest);
     // Mostly real tool names (to reach the validation), sometimes a name
     // taken from the input itself.
-    let (name, args) = match TOOL_NAMES.get(usize::from(pick % 10)) {
+    let (name, args) = match ToolName::ALL.get(usize::from(pick % 10)).map(|t| t.as_str()) {
         Some(name) => (name.to_string(), text.to_string()),
         None => match text.split_once('\u{0}') {
             Some((n, a)) => (n.to_string(), a.to_string()),

@@ -356,7 +356,7 @@ async fn oversized_writes_are_refused_and_the_largest_allowed_fits_a_small_guest
     // A guest with half the default memory: a write at the limit must not
     // be copied more than the content and its JSON need.
     let s = crate::harness::session_capped(&server, 128 << 20).await;
-    let max = e2b_wire::MAX_WRITE_BYTES;
+    let max = e2b_wire::host_guest::MAX_WRITE_BYTES;
     let r = ok(call(
         &s,
         "write_file",

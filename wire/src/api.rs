@@ -81,6 +81,7 @@ pub struct VolumeMount {
 
 /// `Sandbox`: the answer to create and connect.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Sandbox {
     /// Template ID.
     #[serde(rename = "templateID")]
@@ -92,24 +93,15 @@ pub struct Sandbox {
     #[serde(rename = "clientID")]
     pub client_id: String,
     /// envd version (PEP 440).
-    #[serde(rename = "envdVersion")]
     pub envd_version: String,
     /// Template alias.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alias: Option<String>,
     /// Token for `X-Access-Token` on sandbox requests.
-    #[serde(
-        rename = "envdAccessToken",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envd_access_token: Option<String>,
     /// Token for preview traffic when public traffic is off.
-    #[serde(
-        rename = "trafficAccessToken",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traffic_access_token: Option<String>,
     /// Base domain of sandbox URLs; null means the client's.
     #[serde(default)]

@@ -1,7 +1,7 @@
 //! The wit-bindgen glue of the stateless world (`e2b-tools-stateless`,
 //! `wit/stateless.wit`): flat parameters become the embedding world's
 //! arguments (so validation and messages are the same), and each call runs
-//! on a fresh session ([`crate::stateless`]).
+//! on a fresh session ([`super::per_call`]).
 //! The generated bindings and the `package-docs` link section need
 //! `unsafe`; nothing else here uses it.
 #![allow(unsafe_code)]
@@ -15,11 +15,11 @@ wit_bindgen::generate!({
 
 use serde_json::{Map, Value};
 
-use crate::args::{self, ToolCall, ToolName};
+use super::per_call;
 use crate::errors::ToolError;
-use crate::http::Wasi;
 use crate::session::env_var;
-use crate::stateless;
+use crate::session::http::Wasi;
+use crate::tools::{self, ToolCall, ToolName};
 
 struct Component;
 
@@ -56,12 +56,12 @@ impl Object {
     }
 
     fn parse(self, tool: ToolName) -> Result<ToolCall, ToolError> {
-        args::parse_object(tool, self.0)
+        tools::parse_object(tool, self.0)
     }
 }
 
 fn run(sandbox_id: String, call: Result<ToolCall, ToolError>) -> String {
-    wstd::runtime::block_on(stateless::call(Wasi, env_var, &sandbox_id, call))
+    wstd::runtime::block_on(per_call::call(Wasi, env_var, &sandbox_id, call))
 }
 
 impl Guest for Component {
@@ -162,6 +162,6 @@ impl Guest for Component {
     }
 
     fn e2b_close_sandbox(sandbox_id: String) -> String {
-        wstd::runtime::block_on(stateless::close(Wasi, env_var, &sandbox_id))
+        wstd::runtime::block_on(per_call::close(Wasi, env_var, &sandbox_id))
     }
 }

@@ -4,14 +4,20 @@
 
 use std::collections::BTreeMap;
 
-use crate::args::ToolSet;
+pub use tool_set::{ToolName, ToolSet};
+
+use e2b_wire::host_guest::env as vars;
+
 use crate::errors::ToolError;
-use crate::truncate::DEFAULT_MAX_OUTPUT_BYTES;
+
+mod tool_set;
 
 /// E2B's default domain.
 pub const DEFAULT_DOMAIN: &str = "e2b.app";
 /// Sandbox TTL when none is configured (the SDK's `default_sandbox_timeout`).
 pub const DEFAULT_TTL_SECONDS: u32 = 300;
+/// e2b-adk's default bound for one output field, in bytes.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 10_000;
 /// Timeout of non-execution requests (the SDK's `request_timeout`).
 pub const DEFAULT_REQUEST_TIMEOUT_MS: u32 = 60_000;
 /// How long `start_background_command` waits for its port.
@@ -91,14 +97,11 @@ pub struct ConfigInput {
     /// Attach to this sandbox.
     pub sandbox_id: Option<String>,
     /// The enabled tools' names (`default`, `all` allowed). Default:
-    /// [`TOOLS_VAR`], then e2b-adk's six.
+    /// `E2B_TOOLS_ENABLED` ([`vars::ENABLED`]), then e2b-adk's six.
     pub tools: Option<Vec<String>>,
     /// Report progress events while calls run.
     pub progress: Option<bool>,
 }
-
-/// The enabled tools, comma-separated, when the configuration names none.
-pub const TOOLS_VAR: &str = "E2B_TOOLS_ENABLED";
 
 /// The resolved options of the instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,7 +149,7 @@ pub struct Settings {
     /// The tools offered.
     pub tools: ToolSet,
     /// Whether run_code and run_command report their latest output line
-    /// as progress events ([`crate::progress`]).
+    /// as progress events ([`crate::output::progress`]).
     pub progress: bool,
 }
 
@@ -212,7 +215,7 @@ impl Settings {
             return Err(ToolError::invalid("auto-resume requires on-timeout: pause"));
         }
         let tools = match input.tools.or_else(|| {
-            non_empty(env(TOOLS_VAR)).map(|v| v.split(',').map(str::to_string).collect())
+            non_empty(env(vars::ENABLED)).map(|v| v.split(',').map(str::to_string).collect())
         }) {
             None => ToolSet::DEFAULT,
             Some(names) => match ToolSet::parse(&names) {
@@ -255,7 +258,7 @@ impl Settings {
                 .readiness_timeout_ms
                 .unwrap_or(DEFAULT_READINESS_TIMEOUT_MS),
             attach_sandbox_id: non_empty(input.sandbox_id),
-            languages: non_empty(env("E2B_TOOLS_LANGUAGES")).map(|list| {
+            languages: non_empty(env(vars::LANGUAGES)).map(|list| {
                 list.split(',')
                     .map(|l| l.trim().to_ascii_lowercase())
                     .filter(|l| !l.is_empty())

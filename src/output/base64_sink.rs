@@ -5,8 +5,8 @@
 
 use base64::Engine as _;
 
-use crate::redact::{Secrets, StreamRedactor};
-use crate::truncate::TruncatingSink;
+use crate::output::redact::{Secrets, StreamRedactor};
+use crate::output::truncate::TruncatingSink;
 
 const BASE64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 

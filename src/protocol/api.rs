@@ -6,7 +6,7 @@ use e2b_wire::api::{AutoResume, ConnectSandbox, NewSandbox, Sandbox, SetTimeout,
 
 use crate::config::{OnTimeout, Settings};
 use crate::errors::{from_api_status, ErrorKind, Failure};
-use crate::request::{path_escape, HttpRequest, Method};
+use crate::protocol::request::{path_escape, HttpRequest, Method};
 
 /// The SDK's text when no API key is configured.
 pub const MISSING_API_KEY: &str = "API key is required, please visit the Team tab at https://e2b.dev/dashboard to get your API key. You can either set the environment variable `E2B_API_KEY` or you can pass it directly to the sandbox like Sandbox(api_key=\"e2b_...\")";

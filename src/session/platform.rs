@@ -1,14 +1,14 @@
 //! What the guest's orchestration needs from where it runs: HTTP requests
 //! with streamed answers, a monotonic clock with sleeps, and the wall clock.
 //!
-//! The component's are `wasi:http` and `wasi:clocks` (`crate::http`,
+//! The component's are `wasi:http` and `wasi:clocks` (`crate::session::http`,
 //! the only wasm-only code besides the export glue); native tests drive the
 //! same orchestration ([`crate::session`], [`crate::tools`]) with canned
 //! answers on a virtual clock. Static generics, not trait objects: the
 //! component compiles one copy, as before.
 
 use crate::errors::{ErrorKind, Failure};
-use crate::request::HttpRequest;
+use crate::protocol::request::HttpRequest;
 
 /// An answer whose body is read as it arrives.
 pub struct Response<B> {
@@ -129,7 +129,7 @@ pub mod fake {
 
     use super::{Platform, Response, ResponseBody};
     use crate::errors::{ErrorKind, Failure};
-    use crate::request::HttpRequest;
+    use crate::protocol::request::HttpRequest;
 
     /// The fake wall clock at virtual time 0: 2027-01-15T08:00:00Z.
     pub const WALL_START_NS: u64 = 1_800_000_000 * 1_000_000_000;

@@ -19,9 +19,9 @@
 //! [`parse_stop`] refuse anything else. Only numbers and fixed words of
 //! ours are put into the scripts.
 
-use crate::args::{Offsets, StopSignal};
+use super::{Offsets, StopSignal};
 use crate::errors::{ErrorKind, Failure};
-use crate::redact::{Secrets, REDACTED};
+use crate::output::redact::{Secrets, REDACTED};
 use std::ops::Range;
 
 /// Where each wrapped process keeps `start`, `stdout`, `stderr`, `exit`.
@@ -331,7 +331,7 @@ fn field(
     }
     let mut text = masked(&bytes, lead..lead + shown, &secrets.covered(&bytes));
     if (shown as u64) < remaining {
-        text.push_str(&crate::truncate::marker(remaining - shown as u64));
+        text.push_str(&crate::output::truncate::marker(remaining - shown as u64));
     }
     Ok((text, offset + shown as u64))
 }
@@ -494,7 +494,7 @@ mod tests {
                 assert!(out.next_since.stdout > since.stdout, "limit {limit}");
                 let rest = stream.len() as u64 - out.next_since.stdout;
                 let page = if rest > 0 {
-                    let marker = crate::truncate::marker(rest);
+                    let marker = crate::output::truncate::marker(rest);
                     out.stdout.strip_suffix(&marker).unwrap().to_string()
                 } else {
                     out.stdout.clone()

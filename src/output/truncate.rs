@@ -15,10 +15,7 @@
 //! U+FFFD. That is what e2b-adk reports too, since it truncates the text the
 //! SDK has already decoded.
 
-use crate::redact::{Secrets, StreamRedactor};
-
-/// e2b-adk's default bound for one output field, in bytes.
-pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 10_000;
+use crate::output::redact::{Secrets, StreamRedactor};
 
 /// The replacement character's UTF-8 encoding.
 const REPLACEMENT: &str = "\u{FFFD}";
@@ -189,6 +186,48 @@ impl TruncatingSink {
         }
         self.kept.push_str(&text[..cut]);
         self.full = true;
+    }
+}
+
+/// A process's stdout and stderr, each kept to the same bound on its own
+/// (an envd process stream, a code execution).
+#[derive(Debug, Clone)]
+pub struct Outputs {
+    /// stdout so far (truncated).
+    pub stdout: TruncatingSink,
+    /// stderr so far (truncated).
+    pub stderr: TruncatingSink,
+}
+
+impl Outputs {
+    /// Both outputs keeping `limit` bytes each.
+    pub fn new(limit: usize) -> Self {
+        Self {
+            stdout: TruncatingSink::new(limit),
+            stderr: TruncatingSink::new(limit),
+        }
+    }
+
+    /// The same outputs, redacting `secrets` before truncating.
+    pub fn redacting(self, secrets: &Secrets) -> Self {
+        Self {
+            stdout: self.stdout.redacting(secrets),
+            stderr: self.stderr.redacting(secrets),
+        }
+    }
+
+    /// stdout and stderr so far, for a failure's `partial_output`.
+    pub fn partial_output(&self) -> String {
+        combine_partial(&self.stdout.snapshot(), &self.stderr.snapshot())
+    }
+}
+
+/// Joins captured stdout and stderr for a failure's `partial_output`.
+pub fn combine_partial(stdout: &str, stderr: &str) -> String {
+    match (stdout.is_empty(), stderr.is_empty()) {
+        (_, true) => stdout.to_string(),
+        (true, false) => stderr.to_string(),
+        (false, false) => format!("{stdout}\n[stderr]\n{stderr}"),
     }
 }
 

@@ -11,31 +11,24 @@
 //!
 //! Configuration comes only from the environment the host grants:
 //! `E2B_API_KEY`, `E2B_DOMAIN` / `E2B_API_URL` / `E2B_SANDBOX_URL`, and
-//! [`TEMPLATE_VAR`], [`TIMEOUT_VAR`], [`MAX_OUTPUT_VAR`], [`ON_TIMEOUT_VAR`].
+//! the `E2B_TOOLS_*` variables of [`e2b_wire::host_guest::env`].
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::api;
-use crate::args::ToolCall;
-use crate::config::{ConfigInput, OnTimeout, Settings, TOOLS_VAR};
+use crate::protocol::api;
+use e2b_wire::host_guest::env as vars;
+
+use crate::config::{ConfigInput, OnTimeout, Settings};
 use crate::errors::{ErrorKind, ToolError};
-use crate::platform::Platform;
-use crate::results::{self, ToolOutput};
-use crate::retry::Retry;
+use crate::output::results;
+use crate::session::platform::Platform;
+use crate::session::retry::Retry;
 use crate::session::{Ctx, Session};
+use crate::tools::{self, ToolCall, ToolOutput};
 
 /// Metadata key and value of every sandbox a stateless call creates.
 pub const STATELESS_TAG: (&str, &str) = ("e2b-tools", "stateless");
-/// The sandbox template (default `code-interpreter-v1`).
-pub const TEMPLATE_VAR: &str = "E2B_TOOLS_TEMPLATE";
-/// The sandbox timeout in seconds, counted from each call (default 300).
-pub const TIMEOUT_VAR: &str = "E2B_TOOLS_TIMEOUT";
-/// The byte bound of each output field (default 10000).
-pub const MAX_OUTPUT_VAR: &str = "E2B_TOOLS_MAX_OUTPUT_BYTES";
-/// `kill` (default) or `pause`: what a sandbox does at its timeout, and
-/// what closing it does.
-pub const ON_TIMEOUT_VAR: &str = "E2B_TOOLS_ON_TIMEOUT";
 
 /// The settings of one stateless call on `sandbox_id` ("": a new sandbox),
 /// from the environment alone.
@@ -51,24 +44,25 @@ pub fn settings(
             }),
         }
     };
-    let on_timeout = match env(ON_TIMEOUT_VAR).as_deref().map(str::trim) {
+    let on_timeout = match env(vars::ON_TIMEOUT).as_deref().map(str::trim) {
         None | Some("") | Some("kill") => None,
         Some("pause") => Some(OnTimeout::Pause),
         Some(other) => {
             return Err(ToolError::invalid(format!(
-                "{ON_TIMEOUT_VAR} must be kill or pause, got '{other}'"
+                "{} must be kill or pause, got '{other}'",
+                vars::ON_TIMEOUT
             )))
         }
     };
     let input = ConfigInput {
-        template: env(TEMPLATE_VAR),
-        timeout_seconds: number(TIMEOUT_VAR)?,
-        max_output_bytes: number(MAX_OUTPUT_VAR)?,
+        template: env(vars::TEMPLATE),
+        timeout_seconds: number(vars::TIMEOUT)?,
+        max_output_bytes: number(vars::MAX_OUTPUT_BYTES)?,
         on_timeout,
         metadata: vec![(STATELESS_TAG.0.into(), STATELESS_TAG.1.into())],
         sandbox_id: Some(sandbox_id.trim().to_string()),
         // Every tool is exported (and listed by plugin hosts) here.
-        tools: Some(match env(TOOLS_VAR) {
+        tools: Some(match env(vars::ENABLED) {
             Some(list) if !list.trim().is_empty() => list.split(',').map(str::to_string).collect(),
             _ => vec!["all".to_string()],
         }),
@@ -103,7 +97,7 @@ pub async fn call<P: Platform>(
     };
     let rich = settings.rich_results;
     let ctx = ctx(platform, settings);
-    let result = crate::tools::execute(&ctx, call).await;
+    let result = tools::execute(&ctx, call).await;
     // The sandbox the call ran in, created by it if none was named.
     let id = ctx
         .snapshot()
@@ -204,7 +198,7 @@ async fn close_with<P: Platform>(
 }
 
 fn success_json(output: &ToolOutput, rich: bool, sandbox_id: &str) -> String {
-    results::success_object(output, rich)
+    tools::success_object(output, rich)
         .put("sandbox_id", sandbox_id.to_string())
         .put("success", true)
         .to_json()
@@ -222,7 +216,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::platform::fake::{run, Answer, FakePlatform};
+    use crate::session::platform::fake::{run, Answer, FakePlatform};
     use crate::testing::{command, exited, started, stdout, CREATE, CREATED, START};
 
     const CONNECT: &str = "Post http://api.test/v2/sandboxes/sbx1/connect";
@@ -351,10 +345,10 @@ mod tests {
     #[test]
     fn the_environment_configures_each_call() {
         let env = |name: &str| match name {
-            TEMPLATE_VAR => Some("base".to_string()),
-            TIMEOUT_VAR => Some("600".to_string()),
-            MAX_OUTPUT_VAR => Some("20".to_string()),
-            ON_TIMEOUT_VAR => Some("pause".to_string()),
+            vars::TEMPLATE => Some("base".to_string()),
+            vars::TIMEOUT => Some("600".to_string()),
+            vars::MAX_OUTPUT_BYTES => Some("20".to_string()),
+            vars::ON_TIMEOUT => Some("pause".to_string()),
             other => crate::testing::env(other),
         };
         let s = settings(&env, "").unwrap();
@@ -371,10 +365,10 @@ mod tests {
                     .or_else(|| crate::testing::env(n))
             }
         };
-        assert!(settings(&bad(TIMEOUT_VAR, "soon"), "")
+        assert!(settings(&bad(vars::TIMEOUT, "soon"), "")
             .unwrap_err()
             .message
             .contains("E2B_TOOLS_TIMEOUT"));
-        assert!(settings(&bad(ON_TIMEOUT_VAR, "nap"), "").is_err());
+        assert!(settings(&bad(vars::ON_TIMEOUT, "nap"), "").is_err());
     }
 }

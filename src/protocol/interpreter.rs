@@ -9,15 +9,15 @@ use e2b_wire::interpreter::{
 };
 use e2b_wire::INTERPRETER_PORT;
 
-use crate::api::SandboxHandle;
 use crate::config::Settings;
-use crate::envd::sandbox_request;
 use crate::errors::{ErrorKind, Failure};
-use crate::long_line::{text_line_head, JsonStringDecoder, Piece, TextStream};
-use crate::progress::LatestLine;
-use crate::redact::Secrets;
-use crate::request::{HttpRequest, Method};
-use crate::truncate::TruncatingSink;
+use crate::output::progress::LatestLine;
+use crate::output::redact::Secrets;
+use crate::output::truncate::Outputs;
+use crate::protocol::api::SandboxHandle;
+use crate::protocol::envd::sandbox_request;
+use crate::protocol::long_line::{text_line_head, JsonStringDecoder, Piece, TextStream};
+use crate::protocol::request::{HttpRequest, Method};
 
 /// Longest NDJSON line held in memory (a result line may carry a large
 /// image); longer `stdout`/`stderr` lines are decoded on the fly.
@@ -89,8 +89,7 @@ pub struct ExecutionCollector {
     limit: usize,
     splitter: LineSplitter,
     mode: LineMode,
-    stdout: TruncatingSink,
-    stderr: TruncatingSink,
+    out: Outputs,
     text: Option<String>,
     error: Option<String>,
     rich: Vec<RichResult>,
@@ -108,8 +107,7 @@ impl ExecutionCollector {
             limit,
             splitter: LineSplitter::new(LONG_LINE_BYTES),
             mode: LineMode::Lines,
-            stdout: TruncatingSink::new(limit),
-            stderr: TruncatingSink::new(limit),
+            out: Outputs::new(limit),
             text: None,
             error: None,
             rich: Vec::new(),
@@ -123,8 +121,7 @@ impl ExecutionCollector {
     /// The same collector, redacting `secrets` from stdout and stderr
     /// before truncating them (the other fields are redacted whole).
     pub fn redacting(mut self, secrets: &Secrets) -> Self {
-        self.stdout = self.stdout.redacting(secrets);
-        self.stderr = self.stderr.redacting(secrets);
+        self.out = self.out.redacting(secrets);
         self
     }
 
@@ -158,8 +155,8 @@ impl ExecutionCollector {
                 LineMode::Text(stream, mut decoder) => {
                     let decoded = decoder.feed(data).map_err(malformed)?;
                     let sink = match stream {
-                        TextStream::Stdout => &mut self.stdout,
-                        TextStream::Stderr => &mut self.stderr,
+                        TextStream::Stdout => &mut self.out.stdout,
+                        TextStream::Stderr => &mut self.out.stderr,
                     };
                     for piece in decoded.pieces {
                         let bytes = match &piece {
@@ -257,13 +254,13 @@ impl ExecutionCollector {
                 if let Some(latest) = self.latest.as_mut() {
                     latest.feed(text.as_bytes());
                 }
-                self.stdout.push_str(&text)
+                self.out.stdout.push_str(&text)
             }
             OutputLine::Stderr { text, .. } => {
                 if let Some(latest) = self.latest.as_mut() {
                     latest.feed(text.as_bytes());
                 }
-                self.stderr.push_str(&text)
+                self.out.stderr.push_str(&text)
             }
             OutputLine::Result(result) => self.take_result(result),
             OutputLine::Error {
@@ -323,7 +320,7 @@ impl ExecutionCollector {
 
     /// Output so far, for a failure's `partial_output`.
     pub fn partial_output(&self) -> String {
-        crate::envd::combine_partial(&self.stdout.snapshot(), &self.stderr.snapshot())
+        self.out.partial_output()
     }
 
     /// The execution, once the body is over.
@@ -346,13 +343,14 @@ impl ExecutionCollector {
                 self.partial_output(),
             ));
         }
-        let truncate =
-            |s: Option<String>| crate::truncate::truncate_text(&s.unwrap_or_default(), self.limit);
+        let truncate = |s: Option<String>| {
+            crate::output::truncate::truncate_text(&s.unwrap_or_default(), self.limit)
+        };
         Ok(Execution {
             text: truncate(self.text.take()),
             error: truncate(self.error.take()),
-            stdout: self.stdout.finish(),
-            stderr: self.stderr.finish(),
+            stdout: self.out.stdout.finish(),
+            stderr: self.out.stderr.finish(),
             rich: self.rich,
         })
     }
@@ -463,7 +461,7 @@ mod tests {
 
     #[test]
     fn request_matches_code_interpreter_sdk() {
-        let (settings, handle) = crate::envd::tests::fixture();
+        let (settings, handle) = crate::protocol::envd::tests::fixture();
         let req = execute_request(&settings, &handle, "x", "python", &BTreeMap::new());
         assert_eq!(req.url, "http://127.0.0.1:4000/execute");
         assert_eq!(req.header_value("e2b-sandbox-port"), Some("49999"));
@@ -532,7 +530,7 @@ mod tests {
     }
 
     fn thousands_of(n: usize) -> String {
-        let t = crate::truncate::truncate_text(&"x".repeat(n + 1), 1);
+        let t = crate::output::truncate::truncate_text(&"x".repeat(n + 1), 1);
         t.trim_start_matches("x…[truncated ")
             .trim_end_matches(" bytes]")
             .to_string()

@@ -20,26 +20,16 @@ pub enum TextStream {
 /// the offset just past the text's opening quote.
 pub fn text_line_head(head: &[u8]) -> Option<(TextStream, usize)> {
     let mut p = Scanner { buf: head, pos: 0 };
-    p.ws();
-    p.byte(b'{')?;
-    p.ws();
-    p.literal(b"\"type\"")?;
-    p.ws();
-    p.byte(b':')?;
-    p.ws();
+    p.token(b"{")?;
+    p.key(b"\"type\"")?;
     let stream = if p.literal(b"\"stdout\"").is_some() {
         TextStream::Stdout
     } else {
         p.literal(b"\"stderr\"")?;
         TextStream::Stderr
     };
-    p.ws();
-    p.byte(b',')?;
-    p.ws();
-    p.literal(b"\"text\"")?;
-    p.ws();
-    p.byte(b':')?;
-    p.ws();
+    p.token(b",")?;
+    p.key(b"\"text\"")?;
     p.byte(b'"')?;
     Some((stream, p.pos))
 }
@@ -68,6 +58,20 @@ impl Scanner<'_> {
         self.buf[self.pos..]
             .starts_with(lit)
             .then(|| self.pos += lit.len())
+    }
+
+    /// `lit` with whitespace either side.
+    fn token(&mut self, lit: &[u8]) -> Option<()> {
+        self.ws();
+        self.literal(lit)?;
+        self.ws();
+        Some(())
+    }
+
+    /// An object key and its colon: `"key" :`, whitespace either side.
+    fn key(&mut self, key: &[u8]) -> Option<()> {
+        self.literal(key)?;
+        self.token(b":")
     }
 }
 
@@ -235,7 +239,7 @@ mod tests {
 
     fn decode_all(json_inside: &[u8], chunk: usize) -> (String, Option<usize>) {
         let mut d = JsonStringDecoder::new();
-        let mut sink = crate::truncate::TruncatingSink::new(usize::MAX / 2);
+        let mut sink = crate::output::truncate::TruncatingSink::new(usize::MAX / 2);
         let mut offset = 0;
         for part in json_inside.chunks(chunk) {
             let out = d.feed(part).unwrap();

@@ -5,9 +5,9 @@
 //! (`wasi:cli/stdout`, one JSON object a line), so no host needs a new
 //! import and the tools' results are the same with it on or off.
 //!
-//! [`Platform::progress`]: crate::platform::Platform::progress
+//! [`Platform::progress`]: crate::session::platform::Platform::progress
 
-use crate::redact::Secrets;
+use crate::output::redact::Secrets;
 
 /// Bytes of the current line kept before it is redacted.
 const KEPT_BYTES: usize = 1024;

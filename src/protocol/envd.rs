@@ -15,13 +15,13 @@ use e2b_wire::process::{
 use e2b_wire::{ENVD_PORT, HEADER_ACCESS_TOKEN, HEADER_SANDBOX_ID, HEADER_SANDBOX_PORT};
 use serde::Deserialize;
 
-use crate::api::SandboxHandle;
 use crate::config::Settings;
 use crate::errors::{from_connect, from_connect_http, ErrorKind, Failure};
-use crate::progress::LatestLine;
-use crate::redact::Secrets;
-use crate::request::{query_escape, HttpRequest, Method};
-use crate::truncate::TruncatingSink;
+use crate::output::progress::LatestLine;
+use crate::output::redact::Secrets;
+use crate::output::truncate::Outputs;
+use crate::protocol::api::SandboxHandle;
+use crate::protocol::request::{query_escape, HttpRequest, Method};
 
 /// Largest Start event accepted (envd sends ≤ 32 KiB of output per event,
 /// base64-encoded).
@@ -101,10 +101,8 @@ pub struct ProcessStream {
     pub stream_error: Option<Failure>,
     /// Whether the end-of-stream envelope arrived.
     pub stream_ended: bool,
-    /// stdout so far (truncated).
-    pub stdout: TruncatingSink,
-    /// stderr so far (truncated).
-    pub stderr: TruncatingSink,
+    /// stdout and stderr so far (truncated).
+    pub out: Outputs,
     /// The latest output line, followed for progress events when set.
     pub latest: Option<LatestLine>,
 }
@@ -118,8 +116,7 @@ impl ProcessStream {
             end: None,
             stream_error: None,
             stream_ended: false,
-            stdout: TruncatingSink::new(limit),
-            stderr: TruncatingSink::new(limit),
+            out: Outputs::new(limit),
             latest: None,
         }
     }
@@ -127,8 +124,7 @@ impl ProcessStream {
     /// The same stream, redacting `secrets` from its outputs before
     /// truncating them.
     pub fn redacting(mut self, secrets: &Secrets) -> Self {
-        self.stdout = self.stdout.redacting(secrets);
-        self.stderr = self.stderr.redacting(secrets);
+        self.out = self.out.redacting(secrets);
         self
     }
 
@@ -178,13 +174,13 @@ impl ProcessStream {
                         if let Some(latest) = self.latest.as_mut() {
                             latest.feed(bytes);
                         }
-                        self.stdout.push_bytes(bytes);
+                        self.out.stdout.push_bytes(bytes);
                     }
                     if let Some(bytes) = data.stderr {
                         if let Some(latest) = self.latest.as_mut() {
                             latest.feed(&bytes);
                         }
-                        self.stderr.push_bytes(&bytes);
+                        self.out.stderr.push_bytes(&bytes);
                     }
                 }
                 ProcessEvent::End(end) => self.end = Some(end),
@@ -228,16 +224,7 @@ impl ProcessStream {
 
     /// stdout and stderr so far, for `partial_output`.
     pub fn partial_output(&self) -> String {
-        combine_partial(&self.stdout.snapshot(), &self.stderr.snapshot())
-    }
-}
-
-/// Joins captured stdout and stderr for a failure's `partial_output`.
-pub fn combine_partial(stdout: &str, stderr: &str) -> String {
-    match (stdout.is_empty(), stderr.is_empty()) {
-        (_, true) => stdout.to_string(),
-        (true, false) => stderr.to_string(),
-        (false, false) => format!("{stdout}\n[stderr]\n{stderr}"),
+        self.out.partial_output()
     }
 }
 
@@ -284,7 +271,7 @@ pub fn kill_process_request(settings: &Settings, sandbox: &SandboxHandle, pid: u
         e2b_wire::process::SEND_SIGNAL_PATH,
     )
     .header("connect-protocol-version", "1")
-    .header(e2b_wire::HEADER_FINISH_ON_CANCEL, "1")
+    .header(e2b_wire::host_guest::HEADER_FINISH_ON_CANCEL, "1")
     .json(&body)
 }
 
@@ -522,8 +509,8 @@ pub(crate) mod tests {
             s.finish_body().unwrap();
             assert_eq!(s.pid, Some(7));
             assert_eq!(s.outcome(), Ok(2));
-            assert_eq!(s.stdout.snapshot(), "hé\n");
-            assert_eq!(s.stderr.snapshot(), "boom\n");
+            assert_eq!(s.out.stdout.snapshot(), "hé\n");
+            assert_eq!(s.out.stderr.snapshot(), "boom\n");
         }
     }
 

@@ -16,9 +16,9 @@ use wasip2::http::types::{
 use wasip2::io::streams::{InputStream, StreamError};
 use wstd::io::{AsyncOutputStream, AsyncPollable};
 
+use super::platform::{Platform, Response, ResponseBody, READ_HEADERS};
 use crate::errors::{ErrorKind, Failure};
-use crate::platform::{Platform, Response, ResponseBody, READ_HEADERS};
-use crate::request::{split_url, HttpRequest, Method};
+use crate::protocol::request::{split_url, HttpRequest, Method};
 
 /// Size of one read from a response body.
 const READ_CHUNK: usize = 64 * 1024;
@@ -125,10 +125,10 @@ impl ResponseBody for BodyReader {
 }
 
 /// The cancellation failure, if `host_error` is the host cancelling the
-/// call ([`e2b_wire::CANCELLED_BY_HOST`]).
+/// call ([`e2b_wire::host_guest::CANCELLED_BY_HOST`]).
 fn cancellation(host_error: &str) -> Option<Failure> {
     host_error
-        .contains(e2b_wire::CANCELLED_BY_HOST)
+        .contains(e2b_wire::host_guest::CANCELLED_BY_HOST)
         .then(|| Failure::new(ErrorKind::Cancelled, "cancelled by the client"))
 }
 

@@ -1,0 +1,152 @@
+//! The wit-bindgen export glue of the embedding world: each function
+//! builds its call, runs it in its own `block_on` on the instance's one
+//! session, and converts the answer ([`super::convert`]).
+//! The generated `export!` needs `unsafe`; nothing else here uses it.
+#![allow(unsafe_code)]
+
+use super::convert::{required, unexpected, FromOutput};
+use crate::config::{ConfigInput, Settings};
+use crate::errors::ToolError;
+use crate::tools::background::{Offsets, INVALID_PID};
+use crate::tools::{self, args, catalog, ToolCall};
+use crate::{output::results, session};
+
+use super::wit::export;
+use super::wit::exports::e2b::tools::catalog as wit_catalog;
+use super::wit::exports::e2b::tools::lifecycle as wit_lifecycle;
+use super::wit::exports::e2b::tools::tools as wit_tools;
+use super::wit::exports::e2b::tools::types as wit_types;
+
+struct Component;
+
+export!(Component with_types_in super::wit);
+
+/// Runs one call of a typed function to completion, as its WIT output.
+fn run<T: FromOutput>(call: ToolCall) -> Result<T, wit_types::ToolError> {
+    let output = wstd::runtime::block_on(tools::execute(&session::wasi(), call))?;
+    T::from_output(output).ok_or_else(|| unexpected().into())
+}
+
+impl wit_lifecycle::Guest for Component {
+    fn configure(config: wit_lifecycle::Config) -> Result<(), wit_types::ToolError> {
+        if session::wasi().snapshot().sandbox.is_some() {
+            return Err(ToolError::invalid(
+                "A sandbox is already open: call shutdown() before configure()",
+            )
+            .into());
+        }
+        let input = ConfigInput::from(config);
+        let settings = Settings::resolve(input, session::env_var)?;
+        session::wasi().update(|s| *s = session::Session::new(settings));
+        Ok(())
+    }
+
+    fn sandbox_id() -> Option<String> {
+        session::wasi().snapshot().sandbox.map(|h| h.id)
+    }
+
+    fn shutdown() -> Result<bool, wit_types::ToolError> {
+        let ctx = session::wasi();
+        let secrets = ctx.secrets();
+        wstd::runtime::block_on(ctx.shutdown()).map_err(|f| {
+            let err = ToolError::from_failure("Failed to shut down the sandbox: ", f);
+            tools::redact_error(err, &secrets).into()
+        })
+    }
+}
+
+impl wit_tools::Guest for Component {
+    fn run_code(
+        a: wit_tools::RunCodeArgs,
+    ) -> Result<wit_tools::RunCodeOutput, wit_types::ToolError> {
+        run(a.try_into()?)
+    }
+
+    fn run_command(
+        a: wit_tools::RunCommandArgs,
+    ) -> Result<wit_tools::CommandOutput, wit_types::ToolError> {
+        run(a.try_into()?)
+    }
+
+    fn write_file(path: String, content: String) -> Result<(), wit_types::ToolError> {
+        run(ToolCall::WriteFile {
+            path: required(path, "path")?,
+            content: content.into_bytes(),
+        })
+    }
+
+    fn read_file(path: String) -> Result<String, wit_types::ToolError> {
+        run(ToolCall::ReadFile {
+            path: required(path, "path")?,
+            encoding: args::Encoding::Utf8,
+        })
+    }
+
+    fn list_files(path: Option<String>) -> Result<Vec<wit_tools::DirEntry>, wit_types::ToolError> {
+        let path = path.filter(|p| !p.is_empty()).unwrap_or_else(|| ".".into());
+        run(ToolCall::ListFiles { path, depth: 1 })
+    }
+
+    fn start_background_command(
+        a: wit_tools::BackgroundArgs,
+    ) -> Result<wit_tools::BackgroundProcess, wit_types::ToolError> {
+        run(a.try_into()?)
+    }
+
+    fn get_background_output(
+        pid: u32,
+        since: Option<wit_tools::OutputOffsets>,
+    ) -> Result<wit_tools::ProcessOutput, wit_types::ToolError> {
+        run(ToolCall::GetBackgroundOutput {
+            pid: positive_pid(pid)?,
+            since: since.map_or_else(Offsets::default, Into::into),
+        })
+    }
+
+    fn stop_background_command(
+        pid: u32,
+        signal: Option<wit_tools::StopSignal>,
+    ) -> Result<wit_tools::StoppedProcess, wit_types::ToolError> {
+        run(ToolCall::StopBackground {
+            pid: positive_pid(pid)?,
+            signal: signal.map(Into::into).unwrap_or_default(),
+        })
+    }
+}
+
+/// Pid 0 is nobody's.
+fn positive_pid(pid: u32) -> Result<u32, ToolError> {
+    if pid == 0 {
+        return Err(ToolError::invalid(INVALID_PID));
+    }
+    Ok(pid)
+}
+
+impl wit_catalog::Guest for Component {
+    fn list_tools() -> Vec<wit_catalog::ToolSpec> {
+        catalog::enabled(session::wasi().snapshot().settings.tools)
+            .map(Into::into)
+            .collect()
+    }
+
+    fn call_tool(name: String, arguments_json: String) -> String {
+        let settings = session::wasi().snapshot().settings;
+        let rich = settings.rich_results;
+        let call = tools::parse_enabled_call(&name, &arguments_json, settings.tools);
+        drop(settings);
+        // The arguments may be tens of megabytes: free them before the call.
+        drop(arguments_json);
+        let ctx = session::wasi();
+        match call {
+            Err(err) => results::failure_json(&err),
+            Ok(call) => match wstd::runtime::block_on(tools::execute_admitted(&ctx, call)) {
+                Ok(output) => tools::success_json(&output, rich),
+                Err(err) => results::failure_json(&err),
+            },
+        }
+    }
+
+    fn instructions() -> String {
+        catalog::instructions(&session::wasi().snapshot().settings)
+    }
+}

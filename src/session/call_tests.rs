@@ -1,0 +1,142 @@
+//! The session's keep-alive and retries, driven through real tool calls
+//! on a virtual clock: canned answers, in milliseconds, with no server and
+//! no wasm. (Test-only: the session itself never imports the tools.)
+
+use crate::config::ConfigInput;
+use crate::errors::ErrorKind;
+use crate::session::platform::fake::{run, Answer, Step, WALL_START_NS};
+use crate::session::platform::Platform;
+use crate::testing::*;
+use crate::tools::{execute, ToolCall, ToolOutput};
+
+#[test]
+fn the_heartbeat_refreshes_every_half_ttl_while_a_call_runs() {
+    let ctx = ctx(300);
+    let mut steps = vec![started(7), Step::Wait(400_000), stdout("done\n")];
+    steps.extend(exited(0));
+    ctx.platform.route(START, vec![Answer::steps(200, steps)]);
+    let out = run(&ctx.platform.clock, execute(&ctx, command("make", Some(0)))).unwrap();
+    let ToolOutput::Command(out) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!((out.stdout.as_str(), out.exit_code), ("done\n", 0));
+    assert_eq!(ctx.platform.sent_ms(REFRESH), vec![150_000, 300_000]);
+    // The last beat counts as the last refresh: the next call at 401 s
+    // (101 s after it) needs none.
+    assert!(!ctx.snapshot().keep_alive.due(401_000_000_000));
+}
+
+#[test]
+fn a_long_call_started_just_before_half_the_ttl_is_refreshed_at_half_the_ttl() {
+    let ctx = ctx(300);
+    ctx.platform
+        .route(START, vec![lasting(1), lasting(200_000)]);
+    run(&ctx.platform.clock, execute(&ctx, command("true", None))).unwrap();
+    // 149 s after the creation no refresh is due yet; the long call
+    // that starts then must be refreshed at 150 s (half a TTL of
+    // margin), not half a TTL after its own start (299 s, 1 s before
+    // the sandbox would expire).
+    run(&ctx.platform.clock, async {
+        ctx.platform.sleep_ns(149_000_000_000).await;
+        execute(&ctx, command("make", Some(0))).await
+    })
+    .unwrap();
+    assert_eq!(ctx.platform.sent_ms(REFRESH), vec![150_000, 300_000]);
+}
+
+#[test]
+fn attaching_to_a_sandbox_with_longer_left_never_shortens_it() {
+    let ctx = ctx_with(ConfigInput {
+        timeout_seconds: Some(300),
+        sandbox_id: Some("sbx1".into()),
+        ..Default::default()
+    });
+    // It has an hour left; our TTL is five minutes.
+    let end = humantime::format_rfc3339(
+        std::time::UNIX_EPOCH + std::time::Duration::from_nanos(WALL_START_NS + 3_600_000_000_000),
+    );
+    ctx.platform.route(
+        "Get http://api.test/sandboxes/sbx1",
+        vec![Answer::new(
+            200,
+            format!(r#"{{"sandboxID":"sbx1","state":"running","endAt":"{end}"}}"#),
+        )],
+    );
+    ctx.platform.route(
+        "Post http://api.test/v2/sandboxes/sbx1/connect",
+        vec![Answer::new(
+            200,
+            r#"{"sandboxID":"sbx1","templateID":"t","clientID":"c","envdVersion":"0.6.13"}"#,
+        )],
+    );
+    ctx.platform.route(START, vec![lasting(400_000)]);
+    run(&ctx.platform.clock, execute(&ctx, command("make", Some(0)))).unwrap();
+    // A refresh to 300 s from now would have cut its hour short.
+    assert!(ctx.platform.sent_ms(REFRESH).is_empty());
+    assert!(!ctx.snapshot().keep_alive.due(3_449_000_000_000));
+    assert!(ctx.snapshot().keep_alive.due(3_451_000_000_000));
+}
+
+#[test]
+fn a_call_between_refreshes_refreshes_only_when_less_than_half_is_left() {
+    let ctx = ctx(300);
+    let mut steps = vec![started(7)];
+    steps.extend(exited(0));
+    ctx.platform.route(START, vec![Answer::steps(200, steps)]);
+    run(&ctx.platform.clock, execute(&ctx, command("true", None))).unwrap();
+    assert_eq!(ctx.platform.sent_ms(CREATE), vec![0]);
+    assert!(ctx.platform.sent_ms(REFRESH).is_empty());
+    // 149 s later: still more than half left.
+    run(&ctx.platform.clock, async {
+        ctx.platform.sleep_ns(149_000_000_000).await;
+        execute(&ctx, command("true", None)).await
+    })
+    .unwrap();
+    assert!(ctx.platform.sent_ms(REFRESH).is_empty());
+    // 151 s after the creation: refreshed before the call.
+    run(&ctx.platform.clock, async {
+        ctx.platform.sleep_ns(2_000_000_000).await;
+        execute(&ctx, command("true", None)).await
+    })
+    .unwrap();
+    assert_eq!(ctx.platform.sent_ms(REFRESH), vec![151_000]);
+}
+
+#[test]
+fn a_busy_api_and_a_reset_listing_are_retried_with_backoff() {
+    let ctx = ctx(300);
+    ctx.platform.route(
+        CREATE,
+        vec![
+            Answer::new(503, r#"{"code":503,"message":"busy"}"#),
+            Answer::new(429, r#"{"code":429,"message":"slow down"}"#).header("retry-after", "2"),
+            Answer::new(
+                201,
+                r#"{"sandboxID":"sbx1","templateID":"t","clientID":"c","envdVersion":"0.6.13"}"#,
+            ),
+        ],
+    );
+    let list = "Post http://sbx.test/filesystem.Filesystem/ListDir";
+    ctx.platform.route(
+        list,
+        vec![Answer::reset(), Answer::new(200, r#"{"entries":[]}"#)],
+    );
+    let call = ToolCall::ListFiles {
+        path: "/".into(),
+        depth: 1,
+    };
+    run(&ctx.platform.clock, execute(&ctx, call)).unwrap();
+    // 50 ms of backoff (the jitter is 0 here), then the Retry-After.
+    assert_eq!(ctx.platform.sent_ms(CREATE), vec![0, 50, 2_050]);
+    assert_eq!(ctx.platform.sent_ms(list), vec![2_050, 2_100]);
+}
+
+#[test]
+fn a_create_that_may_have_made_a_sandbox_is_not_retried() {
+    let ctx = ctx(300);
+    ctx.platform
+        .route(CREATE, vec![Answer::new(502, "bad gateway")]);
+    let err = run(&ctx.platform.clock, execute(&ctx, command("true", None))).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::SandboxUnavailable, "{err:?}");
+    assert_eq!(ctx.platform.sent_ms(CREATE), vec![0]);
+}
