@@ -126,7 +126,7 @@ impl Backend {
             env.insert("E2B_SANDBOX_URL".into(), server.url());
             env.insert("E2B_API_KEY".into(), server.api_key().to_string());
             env.insert(
-                "E2B_TOOLS_LANGUAGES".into(),
+                e2b_wire::host_guest::env::LANGUAGES.into(),
                 e2b_local::interpreter::LANGUAGES.join(","),
             );
         }

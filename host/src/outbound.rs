@@ -334,8 +334,8 @@ where
 
 /// Cancels a session's current call from outside it: the call's requests
 /// fail (in flight, and any it starts later) with
-/// [`e2b_wire::CANCELLED_BY_HOST`], except those the component marks to
-/// run to their end ([`e2b_wire::HEADER_FINISH_ON_CANCEL`]: creating or
+/// [`e2b_wire::host_guest::CANCELLED_BY_HOST`], except those the component marks to
+/// run to their end ([`e2b_wire::host_guest::HEADER_FINISH_ON_CANCEL`]: creating or
 /// killing a sandbox, killing the cancelled command). The component then
 /// stops the work in the sandbox and returns promptly, so its instance is
 /// never abandoned mid-call and stays usable.
@@ -365,7 +365,7 @@ impl CallCancel {
 }
 
 fn cancelled_error() -> Error {
-    Error::InternalError(Some(e2b_wire::CANCELLED_BY_HOST.to_string()))
+    Error::InternalError(Some(e2b_wire::host_guest::CANCELLED_BY_HOST.to_string()))
 }
 
 /// A response body that fails once `token` is cancelled.
@@ -443,7 +443,7 @@ impl WasiHttpHooks for OutboundHooks {
     ) -> SendFuture {
         let finish = request
             .headers_mut()
-            .remove(e2b_wire::HEADER_FINISH_ON_CANCEL)
+            .remove(e2b_wire::host_guest::HEADER_FINISH_ON_CANCEL)
             .is_some();
         if !self.policy.allows(request.uri()) {
             // Host and port only: paths and queries may carry identifiers.

@@ -333,10 +333,10 @@ impl Session {
         content: &str,
     ) -> Result<Result<(), ToolError>, SessionError> {
         // As the guest would, but before the content is copied into it.
-        if content.len() > e2b_wire::MAX_WRITE_BYTES {
+        if content.len() > e2b_wire::host_guest::MAX_WRITE_BYTES {
             return Ok(Err(ToolError {
                 kind: crate::ErrorKind::InvalidArgument,
-                message: e2b_wire::write_too_large(content.len()),
+                message: e2b_wire::host_guest::write_too_large(content.len()),
                 partial_output: String::new(),
                 path: Some(path.to_string()),
                 command: None,
@@ -586,8 +586,8 @@ pub(crate) type ProgressReceiver = tokio::sync::watch::Receiver<crate::progress:
 /// before they are copied into the guest, where more than its memory cap
 /// would end the instance.
 fn refuse_large_arguments(args_json: &str) -> Option<serde_json::Value> {
-    (args_json.len() > e2b_wire::MAX_ARGUMENTS_BYTES)
-        .then(|| failure_result(e2b_wire::arguments_too_large(args_json.len())))
+    (args_json.len() > e2b_wire::host_guest::MAX_ARGUMENTS_BYTES)
+        .then(|| failure_result(e2b_wire::host_guest::arguments_too_large(args_json.len())))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use e2b_wire::host_guest;
 use serde_json::Value;
 use wasmtime::component::{types::ComponentItem, InstancePre, Type, Val};
 
@@ -62,24 +63,24 @@ impl StatelessOptions {
         let config = &options.config;
         let mut env = options.env.clone();
         let vars = [
-            ("E2B_TOOLS_TEMPLATE", config.template.clone()),
+            (host_guest::env::TEMPLATE, config.template.clone()),
             (
-                "E2B_TOOLS_TIMEOUT",
+                host_guest::env::TIMEOUT,
                 config.timeout_seconds.map(|t| t.to_string()),
             ),
             (
-                "E2B_TOOLS_MAX_OUTPUT_BYTES",
+                host_guest::env::MAX_OUTPUT_BYTES,
                 config.max_output_bytes.map(|n| n.to_string()),
             ),
             (
-                "E2B_TOOLS_ON_TIMEOUT",
+                host_guest::env::ON_TIMEOUT,
                 config.on_timeout.map(|t| match t {
                     crate::OnTimeout::Kill => "kill".to_string(),
                     crate::OnTimeout::Pause => "pause".to_string(),
                 }),
             ),
             (
-                "E2B_TOOLS_ENABLED",
+                host_guest::env::ENABLED,
                 config.tools.as_ref().map(|t| t.join(",")),
             ),
             ("E2B_DOMAIN", config.domain.clone()),

@@ -43,10 +43,3 @@ pub const HEADER_CONNECT_TIMEOUT: &str = "connect-timeout-ms";
 pub const HEADER_KEEPALIVE_INTERVAL: &str = "keepalive-ping-interval";
 /// The home directory and default working directory of user `user`.
 pub const HOME_DIR: &str = "/home/user";
-
-// TODO(i26): host uses move to host_guest
-#[doc(hidden)]
-pub use host_guest::{
-    arguments_too_large, write_too_large, CANCELLED_BY_HOST, HEADER_FINISH_ON_CANCEL,
-    MAX_ARGUMENTS_BYTES, MAX_WRITE_BYTES,
-};

@@ -45,7 +45,7 @@ use e2b_tools_host::{Runtime, Session, SessionOptions};
 pub const PATH: &str = "/mcp";
 /// The largest request body accepted: the largest tool arguments
 /// (`write_file`'s 32 MiB in base64) with room for the JSON-RPC envelope.
-pub const MAX_BODY_BYTES: usize = e2b_wire::MAX_ARGUMENTS_BYTES + (1 << 20);
+pub const MAX_BODY_BYTES: usize = e2b_wire::host_guest::MAX_ARGUMENTS_BYTES + (1 << 20);
 /// How long shutdown waits for sandboxes to be killed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
