@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
-use command_fds::CommandFdExt;
+use super::spawn::{self, pass_fd};
 use e2b_wire::envd_setup::{self, EnvdConfig, ENVD_PATH};
 use rustix::net::{
     AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
@@ -65,7 +65,7 @@ impl Anchor {
             cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            let child = super::spawn_from_anchor_thread(cmd).map_err(|e| e.to_string())?;
+            let child = spawn::from_anchor_thread(cmd).map_err(|e| e.to_string())?;
             let init = child.id();
             return Ok(Anchor {
                 child,
@@ -79,7 +79,7 @@ impl Anchor {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let child = super::spawn_from_anchor_thread(cmd).map_err(|e| e.to_string())?;
+        let child = spawn::from_anchor_thread(cmd).map_err(|e| e.to_string())?;
         let mut anchor = Anchor {
             child,
             init: 0,
@@ -194,17 +194,6 @@ const ROOT_CAPABILITIES: [&str; 14] = [
     "CAP_KILL",
     "CAP_AUDIT_WRITE",
 ];
-
-/// Hands `fd` to the child `cmd` starts, at the same number (returned),
-/// without letting any other child inherit it: the parent's copy keeps
-/// `FD_CLOEXEC`, the child's loses it between fork and exec (bubblewrap
-/// passes it on to envd). The command owns the fd until it is dropped.
-pub(super) fn pass_fd(cmd: &mut Command, fd: OwnedFd) -> std::os::fd::RawFd {
-    use std::os::fd::AsRawFd;
-    let n = fd.as_raw_fd();
-    cmd.preserved_fds(vec![fd]);
-    n
-}
 
 /// bubblewrap's arguments for a sandbox running envd from `envd` (a host
 /// file bound read-only at [`ENVD_PATH`]); the root filesystem's come

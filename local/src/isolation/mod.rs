@@ -18,76 +18,29 @@
 mod anchor;
 pub mod envd;
 pub mod ids;
+mod launcher;
 pub mod limits;
 pub mod network;
 pub mod rootfs;
 mod runner;
 pub mod seccomp;
+mod spawn;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use e2b_wire::envd_setup::SandboxUser;
 
 use crate::paths::SandboxPaths;
 use crate::Isolation;
 use ids::{HostIds, IdBlocks};
+pub use launcher::{Isolated, IsolationUnavailable, Launcher, Provision, DISKS_DIR};
 pub use limits::Limits;
 use limits::{Disk, Enforcement};
 use network::Internet;
 use rootfs::{RootFs, TemplateEnvs};
 pub use runner::{PortError, SandboxRunner};
-
-/// The `PATH` a sandbox process gets.
-pub const SANDBOX_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-/// Under the data directory: the sandboxes' disk images.
-pub const DISKS_DIR: &str = ".disks";
-
-/// How sandboxes are made, decided once at server start.
-#[derive(Debug, Clone)]
-pub enum Launcher {
-    /// In bubblewrap sandboxes.
-    Bwrap(Arc<Isolated>),
-    /// envd directly on the host (explicit opt-out; no isolation at all).
-    None {
-        /// envd's binary.
-        envd: PathBuf,
-    },
-}
-
-/// What isolated sandboxes are made with on this machine.
-#[derive(Debug)]
-pub struct Isolated {
-    bwrap: PathBuf,
-    envd: PathBuf,
-    /// The server runs as root: sandboxes get id blocks, cgroups, disks.
-    privileged: bool,
-    own_ids: (u32, u32),
-    rootfs: RootFs,
-    enforcement: Enforcement,
-    disks: bool,
-    internet: Internet,
-    limits: Limits,
-}
-
-/// Why isolation cannot be set up.
-#[derive(Debug)]
-pub struct IsolationUnavailable(pub String);
-
-/// What a new sandbox is made of.
-pub struct Provision<'a> {
-    /// Its id.
-    pub id: &'a str,
-    /// Its host directories.
-    pub paths: SandboxPaths,
-    /// Whether it may reach the internet.
-    pub internet: bool,
-    /// Its template (`code-interpreter-v1` brings its environment).
-    pub template: &'a str,
-    /// Its global environment variables (create's `envVars`).
-    pub env_vars: BTreeMap<String, String>,
-}
 
 impl Launcher {
     /// Finds and tries bubblewrap and the other layers (or accepts the opt-out).
@@ -143,38 +96,6 @@ impl Launcher {
         Ok(launcher)
     }
 
-    /// Removes what [`Launcher::detect`] and [`Launcher::provision`] left
-    /// in `data_dir` beside the sandbox roots (at shutdown).
-    pub fn clean_up(data_dir: &Path) {
-        for dir in [DISKS_DIR, rootfs::ROOTFS_DIR, envd::ENVD_DIR] {
-            let _ = std::fs::remove_dir_all(data_dir.join(dir));
-        }
-    }
-
-    /// One line saying which layers are in force, for the startup log.
-    pub fn describe(&self) -> String {
-        match self {
-            Launcher::None { .. } => "isolation: NONE (--no-isolation)".into(),
-            Launcher::Bwrap(i) => format!(
-                "isolation: bubblewrap, envd inside; users: {}; limits: {}; disk: {}; network: {}; {}; {}",
-                if i.privileged {
-                    "a subordinate uid block per sandbox"
-                } else {
-                    "the server's own uid (no root inside)"
-                },
-                i.enforcement.describe(),
-                if i.disks {
-                    format!("{} MiB ext4 image per sandbox", i.limits.disk_mb)
-                } else {
-                    format!("file size capped at {} MiB, total not", i.limits.disk_mb)
-                },
-                i.internet.describe(),
-                i.rootfs.templates().describe(),
-                seccomp::describe(),
-            ),
-        }
-    }
-
     /// Makes the host side of a sandbox (its disk, directories, cgroup
     /// and ids) and a runner that starts it on first use.
     pub fn provision(&self, p: Provision<'_>) -> std::io::Result<SandboxRunner> {
@@ -223,14 +144,6 @@ impl Launcher {
         Ok(SandboxRunner::new(self.clone(), p, held, Some(ids)))
     }
 
-    /// The limits every sandbox gets.
-    pub fn limits(&self) -> Limits {
-        match self {
-            Launcher::Bwrap(i) => i.limits,
-            Launcher::None { .. } => Limits::default(),
-        }
-    }
-
     /// Runs a command in a throwaway sandbox to prove the set-up works.
     async fn self_test(&self, data_dir: &Path) -> Result<(), IsolationUnavailable> {
         let id = format!("selftest-{}", crate::names::random_id(8));
@@ -270,41 +183,4 @@ fn chown(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
         Some(rustix::fs::Gid::from_raw(gid)),
     )
     .map_err(|e| std::io::Error::other(format!("chown {}: {e}", path.display())))
-}
-
-type SpawnRequest = (
-    std::process::Command,
-    std::sync::mpsc::Sender<std::io::Result<std::process::Child>>,
-);
-
-/// Spawns on one thread that lives as long as the server process. bwrap's
-/// `--die-with-parent` fires when the *thread* that spawned it exits, and
-/// runtime threads (the blocking pool's, a test's) come and go, while a
-/// sandbox must live as long as the server wants it.
-fn spawn_from_anchor_thread(cmd: std::process::Command) -> std::io::Result<std::process::Child> {
-    static SPAWNER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<SpawnRequest>>> =
-        std::sync::OnceLock::new();
-    let sender = SPAWNER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<SpawnRequest>();
-        let spawned = std::thread::Builder::new()
-            .name("e2b-local-anchors".into())
-            .spawn(move || {
-                for (mut cmd, reply) in rx {
-                    let _ = reply.send(cmd.spawn());
-                }
-            });
-        if let Err(e) = spawned {
-            tracing::warn!("cannot start the anchor thread: {e}");
-        }
-        Mutex::new(tx)
-    });
-    let (reply_tx, reply_rx) = std::sync::mpsc::channel();
-    sender
-        .lock()
-        .map_err(|_| std::io::Error::other("anchor thread lock poisoned"))?
-        .send((cmd, reply_tx))
-        .map_err(|_| std::io::Error::other("the anchor thread is gone"))?;
-    reply_rx
-        .recv()
-        .map_err(|_| std::io::Error::other("the anchor thread is gone"))?
 }

@@ -13,9 +13,10 @@ use tokio::io::AsyncReadExt;
 
 use super::anchor::{self, Anchor};
 use super::ids::{HostIds, IdBlocks};
+use super::launcher::{Launcher, Provision, SANDBOX_PATH};
 use super::limits::{Cgroup, Disk, Limits, Usage};
 use super::network::Internet;
-use super::{rootfs, seccomp, Launcher, Provision, SANDBOX_PATH};
+use super::{rootfs, seccomp};
 use crate::paths::SandboxPaths;
 
 /// How long envd may take to take a connection (it starts in

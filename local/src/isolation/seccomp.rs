@@ -472,7 +472,7 @@ fn add_programs(cmd: &mut Command, programs: &[Vec<u8>]) -> io::Result<()> {
         let mut file = std::fs::File::from(fd);
         file.write_all(program)?;
         file.rewind()?;
-        let n = super::anchor::pass_fd(cmd, file.into());
+        let n = super::spawn::pass_fd(cmd, file.into());
         cmd.arg("--add-seccomp-fd").arg(n.to_string());
     }
     Ok(())

@@ -8,8 +8,8 @@ use e2b_wire::interpreter::Context;
 use tokio::sync::{watch, Mutex, MutexGuard};
 
 use super::kernel::KernelProcess;
+use super::kernel::KernelSpawner;
 use super::language::Language;
-use super::KernelSpawner;
 
 /// The mutable part of a context, held by the running execution.
 pub(crate) struct KernelState {

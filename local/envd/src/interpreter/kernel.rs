@@ -13,7 +13,16 @@ use tokio::task::JoinHandle;
 
 use super::language::Language;
 use super::pipe_parser::{KernelEvent, Pipe, PipeParser};
-use super::KernelSpawner;
+
+/// Starts kernel processes inside one sandbox.
+pub trait KernelSpawner: Send + Sync + 'static {
+    /// A command that runs `program args` inside the sandbox (isolated, cwd
+    /// /home/user, sandbox env vars applied); the caller pipes stdio. An
+    /// error says why the sandbox cannot run it.
+    fn command(&self, program: &str, args: &[String]) -> Result<tokio::process::Command, String>;
+    /// The sandbox-global env vars (from create `envVars`).
+    fn global_envs(&self) -> BTreeMap<String, String>;
+}
 
 /// How long a kernel may take to say it is ready.
 const START_TIMEOUT: Duration = Duration::from_secs(20);

@@ -13,7 +13,8 @@ use axum::{Json, Router};
 use e2b_wire::interpreter::{CreateContextRequest, ExecuteRequest};
 use tokio::sync::mpsc;
 
-use super::{execution, ContextError, Interpreter};
+use super::contexts::{ContextError, Interpreter};
+use super::execution;
 
 /// Answer lines buffered between the execution and the client.
 const LINE_BUFFER: usize = 16;

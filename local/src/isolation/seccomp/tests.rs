@@ -329,7 +329,7 @@ fn user_namespaces_cannot_be_made() {
             let path = dir.path().join(format!("{i}.bpf"));
             std::fs::write(&path, program).unwrap();
             let n =
-                super::super::anchor::pass_fd(&mut c, std::fs::File::open(&path).unwrap().into());
+                super::super::spawn::pass_fd(&mut c, std::fs::File::open(&path).unwrap().into());
             c.arg("--add-seccomp-fd").arg(n.to_string());
         }
         let out = c.arg("--").args(cmd).output().unwrap();
