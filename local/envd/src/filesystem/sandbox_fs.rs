@@ -298,8 +298,17 @@ impl SandboxFs {
     pub fn remove(&self, path: &str) -> Result<(), FsError> {
         let clean = checked(path, Op::Remove)?;
         refuse_mount_point(&clean, Op::Remove)?;
-        let (dir, name) = self.parent_of(&clean, Op::Remove)?;
-        let meta = meta_at(&dir, name, false).map_err(|e| FsError::errno(e, Op::Remove, &clean))?;
+        // A path that is not there is removed already (E2B's envd removes
+        // with Go's os.RemoveAll, which says the same): clean-ups that run
+        // before the thing they clean up must not fail.
+        let (dir, name) = match self.parent_of(&clean, Op::Remove) {
+            Err(e) if matches!(e.kind, FsErrorKind::NotFound) => return Ok(()),
+            other => other?,
+        };
+        let meta = match meta_at(&dir, name, false) {
+            Err(Errno::NOENT) => return Ok(()),
+            other => other.map_err(|e| FsError::errno(e, Op::Remove, &clean))?,
+        };
         check_mutable(&dir, &meta, Op::Remove, &clean)?;
         remove_entry(&dir, name, &meta, &clean, 0)
     }
