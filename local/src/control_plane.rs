@@ -299,7 +299,8 @@ async fn list(State(api): State<Api>, RawQuery(query): RawQuery) -> Response {
     let mut started_after: Option<std::time::SystemTime> = None;
     let mut limit = MAX_LIST_LIMIT;
     let mut after: Option<&str> = None;
-    let mut descending = false;
+    // E2B's default: newest first.
+    let mut descending = true;
     for (key, value) in &pairs {
         match key.as_str() {
             "limit" => match value.parse::<usize>() {

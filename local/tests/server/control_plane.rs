@@ -78,10 +78,9 @@ async fn create_get_list_timeout_kill() {
             .unwrap();
         assert_eq!(list.len(), n, "{q}");
     }
-    // Pages of one, newest first, joined by the x-next-token header.
-    let first = h
-        .api_send(Method::GET, "/v2/sandboxes?limit=1&order=desc")
-        .await;
+    // Pages of one, newest first (E2B's default), joined by the
+    // x-next-token header.
+    let first = h.api_send(Method::GET, "/v2/sandboxes?limit=1").await;
     let token = first.headers()["x-next-token"]
         .to_str()
         .unwrap()
@@ -90,7 +89,7 @@ async fn create_get_list_timeout_kill() {
     let second = h
         .api_send(
             Method::GET,
-            &format!("/v2/sandboxes?limit=1&order=desc&nextToken={token}"),
+            &format!("/v2/sandboxes?limit=1&nextToken={token}"),
         )
         .await;
     assert!(second.headers().get("x-next-token").is_none());
@@ -98,6 +97,17 @@ async fn create_get_list_timeout_kill() {
     assert_eq!((first.len(), second.len()), (1, 1));
     assert_ne!(first[0]["sandboxID"], id.as_str(), "the newer one first");
     assert_eq!(second[0]["sandboxID"], id.as_str());
+    let oldest: Vec<Value> = h
+        .api_send(Method::GET, "/v2/sandboxes?limit=1&order=asc")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        oldest[0]["sandboxID"],
+        id.as_str(),
+        "order=asc: the older one"
+    );
     for bad in ["limit=0", "limit=101", "limit=x", "order=sideways"] {
         let resp = h
             .api_send(Method::GET, &format!("/v2/sandboxes?{bad}"))
