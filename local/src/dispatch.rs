@@ -114,11 +114,34 @@ fn host_target(host: &str) -> Option<Target> {
 async fn route(State(front): State<Front>, req: Request) -> Response {
     match target(&req) {
         Ok(Some(t)) => sandbox_plane(&front, t, req).await,
+        Ok(None) if req.uri().path() == "/files" && signature::is_signed(req.uri().query()) => {
+            signed_on_shared_host(&front, req).await
+        }
         Ok(None) => match front.control.oneshot(req).await {
             Ok(resp) => resp,
             Err(never) => match never {},
         },
         Err(msg) => api_error(StatusCode::BAD_REQUEST, msg),
+    }
+}
+
+/// A signed `/files` URL on the shared host (the SDKs' `download_url` and
+/// `upload_url` with `E2B_SANDBOX_URL` set) names no sandbox: the sandbox
+/// is the one whose access token made the signature.
+async fn signed_on_shared_host(front: &Front, req: Request) -> Response {
+    let signer = front.registry.all().into_iter().find(|sandbox| {
+        signature::verify(req.method(), req.uri().query(), &sandbox.access_token)
+            != signature::Signed::Invalid
+    });
+    match signer {
+        Some(sandbox) => {
+            let t = Target {
+                sandbox_id: sandbox.id.clone(),
+                port: ENVD_PORT,
+            };
+            sandbox_plane(front, t, req).await
+        }
+        None => envd_unauthorized(),
     }
 }
 
@@ -137,14 +160,15 @@ async fn sandbox_plane(front: &Front, t: Target, mut req: Request) -> Response {
         ENVD_PORT => {
             let path = req.uri().path();
             let public = req.method() == Method::GET && path == "/health";
-            let signed = path == "/files"
-                && req.headers().get(HEADER_ACCESS_TOKEN).is_none()
-                && signature::signed_request_ok(
-                    req.method(),
-                    req.uri().query(),
-                    &sandbox.access_token,
-                );
-            public || signed || token_ok(&sandbox, &req, true)
+            let signed = if path == "/files" && req.headers().get(HEADER_ACCESS_TOKEN).is_none() {
+                signature::verify(req.method(), req.uri().query(), &sandbox.access_token)
+            } else {
+                signature::Signed::Absent
+            };
+            if signed == signature::Signed::Expired {
+                return api_error(StatusCode::UNAUTHORIZED, "signature is already expired");
+            }
+            public || signed == signature::Signed::Valid || token_ok(&sandbox, &req, true)
         }
         // The SDK sends the token only on /execute; check it where given.
         INTERPRETER_PORT => {

@@ -40,31 +40,53 @@ pub(crate) fn sign(
     )
 }
 
-/// Whether a `/files` request without a token carries a valid, unexpired
-/// signature for `token`.
-pub(crate) fn signed_request_ok(method: &Method, query: Option<&str>, token: &str) -> bool {
+/// What the signature of a `/files` request says, for one access token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Signed {
+    /// The query carries no signature.
+    Absent,
+    /// Signed with this token, and not expired.
+    Valid,
+    /// Signed with this token, but its expiration has passed.
+    Expired,
+    /// A signature this token did not make (or for another operation).
+    Invalid,
+}
+
+/// Checks the signature a `/files` request's query carries against
+/// `token`: the hash first (so only the token's holder learns that a URL
+/// expired), then the expiration.
+pub(crate) fn verify(method: &Method, query: Option<&str>, token: &str) -> Signed {
+    let Ok(q) = serde_urlencoded::from_str::<SignedQuery>(query.unwrap_or("")) else {
+        return Signed::Invalid;
+    };
+    let Some(signature) = q.signature else {
+        return Signed::Absent;
+    };
     let op = match *method {
         Method::GET => "read",
         Method::POST => "write",
-        _ => return false,
+        _ => return Signed::Invalid,
     };
-    let Ok(q) = serde_urlencoded::from_str::<SignedQuery>(query.unwrap_or("")) else {
-        return false;
-    };
-    let Some(signature) = q.signature else {
-        return false;
-    };
-    if let Some(exp) = q.signature_expiration {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(u64::MAX);
-        if now > exp {
-            return false;
-        }
-    }
     let expected = sign(&q.path, op, &q.username, token, q.signature_expiration);
-    constant_time_eq(expected.as_bytes(), signature.as_bytes())
+    if !constant_time_eq(expected.as_bytes(), signature.as_bytes()) {
+        return Signed::Invalid;
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(u64::MAX);
+    match q.signature_expiration {
+        Some(exp) if now > exp => Signed::Expired,
+        _ => Signed::Valid,
+    }
+}
+
+/// Whether a query carries a signature at all (a signed URL needs no
+/// token, and on the shared host no routing header either).
+pub(crate) fn is_signed(query: Option<&str>) -> bool {
+    serde_urlencoded::from_str::<SignedQuery>(query.unwrap_or(""))
+        .is_ok_and(|q| q.signature.is_some())
 }
 
 /// Whether two secrets are equal, in time that does not depend on where
@@ -90,15 +112,22 @@ mod tests {
     fn checks_operation_and_expiry() {
         let sig = sign("/a", "read", "", "tok", None);
         let q = format!("path=%2Fa&signature={}", urlencode(&sig));
-        assert!(signed_request_ok(&Method::GET, Some(&q), "tok"));
-        assert!(!signed_request_ok(&Method::POST, Some(&q), "tok"));
-        assert!(!signed_request_ok(&Method::GET, Some(&q), "other"));
+        assert_eq!(verify(&Method::GET, Some(&q), "tok"), Signed::Valid);
+        assert_eq!(verify(&Method::POST, Some(&q), "tok"), Signed::Invalid);
+        assert_eq!(verify(&Method::GET, Some(&q), "other"), Signed::Invalid);
+        assert_eq!(
+            verify(&Method::GET, Some("path=%2Fa"), "tok"),
+            Signed::Absent
+        );
+        assert!(is_signed(Some(&q)) && !is_signed(Some("path=%2Fa")));
         let sig = sign("/a", "read", "", "tok", Some(1));
         let q = format!(
             "path=%2Fa&signature={}&signature_expiration=1",
             urlencode(&sig)
         );
-        assert!(!signed_request_ok(&Method::GET, Some(&q), "tok"));
+        assert_eq!(verify(&Method::GET, Some(&q), "tok"), Signed::Expired);
+        // Only the token's holder learns that it expired.
+        assert_eq!(verify(&Method::GET, Some(&q), "other"), Signed::Invalid);
     }
 
     fn urlencode(s: &str) -> String {
