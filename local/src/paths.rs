@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 /// The host directories behind one sandbox's filesystem.
 #[derive(Debug, Clone)]
 pub struct SandboxPaths {
-    /// `<root>`, holding `home/user`, `tmp` and `var/tmp`.
+    /// `<root>`, holding `home/user`, `root`, `tmp` and `var/tmp`.
     root: PathBuf,
     /// The server's data directory, holding every sandbox's root.
     hidden: PathBuf,
@@ -23,6 +23,12 @@ impl SandboxPaths {
         self.root.join("home").join("user")
     }
 
+    /// The host directory mounted as `/root`, the home of the sandbox's
+    /// root (`sudo -i`, `user="root"`).
+    pub fn root_home(&self) -> PathBuf {
+        self.root.join("root")
+    }
+
     /// The host directory mounted as `/tmp`.
     pub fn tmp(&self) -> PathBuf {
         self.root.join("tmp")
@@ -38,7 +44,7 @@ impl SandboxPaths {
         self.root.join("var").join("tmp")
     }
 
-    /// The sandbox root (holds `home/user`, `tmp` and `var/tmp`).
+    /// The sandbox root (holds `home/user`, `root`, `tmp` and `var/tmp`).
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -46,6 +52,7 @@ impl SandboxPaths {
     /// Creates the directory layout.
     pub fn create(&self) -> std::io::Result<()> {
         std::fs::create_dir_all(self.home())?;
+        std::fs::create_dir_all(self.root_home())?;
         std::fs::create_dir_all(self.tmp())?;
         std::fs::create_dir_all(self.var_tmp())?;
         // /tmp and /var/tmp are world-writable with the sticky bit, as on any Linux.
@@ -53,6 +60,8 @@ impl SandboxPaths {
         for dir in [self.tmp(), self.var_tmp()] {
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o1777))?;
         }
+        // root's home is root's alone, as on any Linux.
+        std::fs::set_permissions(self.root_home(), std::fs::Permissions::from_mode(0o700))?;
         Ok(())
     }
 }

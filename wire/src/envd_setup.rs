@@ -27,6 +27,12 @@ pub const PORT_OPEN: u8 = 1;
 pub const PORT_CLOSED: u8 = 0;
 /// Where envd's binary is mounted inside a sandbox (read-only).
 pub const ENVD_PATH: &str = "/opt/e2b/envd";
+/// The directory of envd's tools inside a sandbox, first on every `PATH`.
+pub const TOOLS_DIR: &str = "/opt/e2b/bin";
+/// envd's binary again, as the sandbox's `sudo` (it acts as a `sudo`
+/// client when called by that name): E2B's templates give `user`
+/// passwordless `sudo`, here to the sandbox's own root.
+pub const SUDO_PATH: &str = "/opt/e2b/bin/sudo";
 /// The sandbox user's uid and gid inside.
 pub const USER_ID: u32 = 1000;
 

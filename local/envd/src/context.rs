@@ -71,6 +71,22 @@ impl Envd {
         &self.config.sandbox_id
     }
 
+    /// The `PATH` of the sandbox's processes (also `sudo`'s `secure_path`).
+    pub fn path(&self) -> &str {
+        &self.config.path
+    }
+
+    /// `HOME` of `user`.
+    pub fn home(&self) -> &str {
+        &self.config.home
+    }
+
+    /// Whether the sandbox is isolated (envd runs inside it, not on the
+    /// host).
+    pub fn isolated(&self) -> bool {
+        self.config.users != Users::Host
+    }
+
     /// The sandbox-global environment variables.
     pub fn env_vars(&self) -> &BTreeMap<String, String> {
         &self.config.env_vars

@@ -59,6 +59,11 @@ pub async fn serve(control: OwnedFd, config: EnvdConfig) -> io::Result<()> {
     let envd_routes = crate::api::router().layer(axum::Extension(Arc::clone(&envd)));
     let interpreter_routes =
         crate::interpreter::router().layer(axum::Extension(envd.interpreter()));
+    // Only inside a sandbox: its abstract socket lives in the sandbox's
+    // network namespace, never in the host's.
+    if envd.isolated() {
+        tokio::spawn(crate::sudo::server::serve(Arc::clone(&envd)));
+    }
     rustix::io::ioctl_fionbio(&control, true)?;
     let control = register(control)?;
     loop {
@@ -100,9 +105,10 @@ pub async fn serve(control: OwnedFd, config: EnvdConfig) -> io::Result<()> {
     Ok(())
 }
 
-/// The control socket, registered with the reactor.
+/// A socket (the control socket, `sudo`'s), registered with the reactor
+/// for reading.
 #[allow(unsafe_code)]
-fn register(control: OwnedFd) -> io::Result<AsyncFd<OwnedFd>> {
+pub fn register(control: OwnedFd) -> io::Result<AsyncFd<OwnedFd>> {
     // SAFETY: the registration owns the fd: it stays open, and the same
     // file, until it is deregistered (when the `AsyncFd` drops).
     unsafe { AsyncFd::register_with_interest(control, tokio::io::Interest::READABLE) }

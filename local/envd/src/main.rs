@@ -12,7 +12,8 @@
 //! Everything that touches the sandbox's content happens here, with the
 //! sandbox's credentials: processes ([`process`]), files, metadata and
 //! watches ([`filesystem`]). A command's `envs` are only ever the
-//! environment of that command, and envd reaps what it starts.
+//! environment of that command, and envd reaps what it starts. Called
+//! `sudo`, the binary is the sandbox's `sudo` ([`sudo`]).
 
 mod api;
 mod connect_rpc;
@@ -23,6 +24,7 @@ mod http_errors;
 mod interpreter;
 mod paths;
 mod process;
+mod sudo;
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::ExitCode;
@@ -41,6 +43,11 @@ fn is_socket(fd: i32) -> bool {
 }
 
 fn main() -> ExitCode {
+    // The same binary is the sandbox's `sudo`.
+    let called = std::env::args_os().next().unwrap_or_default();
+    if std::path::Path::new(&called).file_name() == Some("sudo".as_ref()) {
+        return sudo::client::main();
+    }
     let fd = std::env::args()
         .nth(1)
         .map_or(Ok(CONTROL_FD), |arg| arg.parse::<i32>());

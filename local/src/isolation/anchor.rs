@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 
 use super::spawn::{self, pass_fd};
-use e2b_wire::envd_setup::{self, EnvdConfig, ENVD_PATH};
+use e2b_wire::envd_setup::{self, EnvdConfig, ENVD_PATH, SUDO_PATH, TOOLS_DIR};
 use rustix::net::{
     AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
@@ -211,10 +211,12 @@ pub(super) fn bwrap_prefix(cmd: &mut Command, envd: &Path, privileged: bool) {
     }
     // Directories bubblewrap makes on its own are its user's alone (0700):
     // the sandbox's root's now. Those `user` must cross are made first.
-    for dir in ["/opt", "/opt/e2b"] {
+    for dir in ["/opt", "/opt/e2b", TOOLS_DIR] {
         cmd.args(["--perms", "0755", "--dir", dir]);
     }
     cmd.arg("--ro-bind").arg(envd).arg(ENVD_PATH);
+    // The same binary is the sandbox's sudo (envd serves its requests).
+    cmd.arg("--ro-bind").arg(envd).arg(SUDO_PATH);
 }
 
 /// Reads `{"child-pid": N, …}` from bwrap's info fd (its stdout).

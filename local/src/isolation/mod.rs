@@ -134,6 +134,7 @@ impl Launcher {
             chown(root, uid, gid)?;
             chown(&root.join("home"), root_uid, root_gid)?;
             chown(&p.paths.home(), uid, gid)?;
+            chown(&p.paths.root_home(), root_uid, root_gid)?;
             chown(&p.paths.tmp(), root_uid, root_gid)?;
             chown(&root.join("var"), root_uid, root_gid)?;
             chown(&p.paths.var_tmp(), root_uid, root_gid)?;

@@ -5,8 +5,8 @@
 //! directories) read-only, a curated `/etc` (the host files in
 //! [`HOST_ETC`] read-only, plus `passwd`, `group`, `hosts`, `hostname`,
 //! `resolv.conf` and `nsswitch.conf` written by the server), the sandbox's
-//! own writable `/home/user`, `/tmp` and `/var/tmp`, its own `/proc` and a
-//! minimal `/dev`. Nothing else of the host is there: no `/root`, other
+//! own writable `/home/user`, `/root`, `/tmp` and `/var/tmp`, its own `/proc` and a
+//! minimal `/dev`. Nothing else of the host is there: not the host's `/root`, other
 //! homes, `/opt`, `/srv`, `/mnt`, `/run`, project directories, sockets or
 //! `/etc/shadow`. These two lists are the whole of the host a sandbox can
 //! read; change them here and nowhere else. The one addition is a
@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use e2b_wire::envd_setup::TOOLS_DIR;
 use e2b_wire::HOME_DIR;
 
 use crate::paths::SandboxPaths;
@@ -51,7 +52,7 @@ pub const HOST_ETC: &[&str] = &[
     "/etc/mime.types",
     "/etc/os-release",
     "/etc/profile",
-    "/etc/profile.d",
+    PROFILE_D,
     "/etc/protocols",
     "/etc/python3",
     "/etc/python3.11",
@@ -62,6 +63,9 @@ pub const HOST_ETC: &[&str] = &[
     "/etc/terminfo",
     "/etc/timezone",
 ];
+
+/// Bound script by script, with the server's own beside the host's.
+const PROFILE_D: &str = "/etc/profile.d";
 
 /// Under the data directory: the server-written part of every root.
 pub const ROOTFS_DIR: &str = ".rootfs";
@@ -105,6 +109,9 @@ pub const TEMPLATE_STAMP: &str = ".e2b-template";
 /// The `/etc/profile.d` file that puts the environment first on a login
 /// shell's `PATH` (Debian's `/etc/profile` resets it).
 const PROFILE_SCRIPT: &str = "e2b-template-env.sh";
+/// The `/etc/profile.d` file that puts envd's tools (`sudo`) first on a
+/// login shell's `PATH`, in every sandbox (sourced after the template's).
+const TOOLS_SCRIPT: &str = "e2b-tools.sh";
 
 /// The template environments found at server start: for now the
 /// `code-interpreter-v1` venv (numpy, pandas, matplotlib, …), a directory
@@ -206,13 +213,13 @@ fn overlapped(path: &Path) -> Option<&'static str> {
         .find(|part| path.starts_with(part) || Path::new(part).starts_with(path))
 }
 
-/// The `/etc/profile.d` script that puts `venv/bin` first on `PATH`.
-fn profile_script(venv: &Path) -> String {
-    let bin = venv.join("bin");
-    let bin = bin.display();
+/// The `/etc/profile.d` script that puts `dir` first on `PATH`, saying
+/// what it is.
+fn path_script(what: &str, dir: &Path) -> String {
+    let dir = dir.display();
     format!(
-        "# The sandbox template's environment, first on PATH (written by the local server).\n\
-         case \":$PATH:\" in *:{bin}:*) ;; *) PATH=\"{bin}:$PATH\"; export PATH ;; esac\n"
+        "# {what}, first on PATH (written by the local server).\n\
+         case \":$PATH:\" in *:{dir}:*) ;; *) PATH=\"{dir}:$PATH\"; export PATH ;; esac\n"
     )
 }
 
@@ -240,9 +247,17 @@ impl RootFs {
             std::fs::write(&path, content)?;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
         }
+        let mut scripts = vec![(
+            TOOLS_SCRIPT,
+            path_script("envd's tools (sudo)", Path::new(TOOLS_DIR)),
+        )];
         if let Ok(venv) = &templates.code_interpreter {
-            let path = etc.join(PROFILE_SCRIPT);
-            std::fs::write(&path, profile_script(venv))?;
+            let script = path_script("The sandbox template's environment", &venv.join("bin"));
+            scripts.push((PROFILE_SCRIPT, script));
+        }
+        for (name, content) in scripts {
+            let path = etc.join(name);
+            std::fs::write(&path, content)?;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
         }
         Ok(Self { etc, templates })
@@ -276,27 +291,30 @@ impl RootFs {
             }
         }
         for path in HOST_ETC {
-            if *path == "/etc/profile.d" && env.is_some() {
-                continue;
+            if *path != PROFILE_D {
+                cmd.args(["--ro-bind-try", path, path]);
             }
-            cmd.args(["--ro-bind-try", path, path]);
         }
-        if let Some(env) = env {
-            // /etc/profile.d holds the host's scripts one by one (the
-            // directory itself is the sandbox's, on its read-only root) and
-            // the one putting the environment on PATH.
-            cmd.args(["--perms", "0755", "--dir", "/etc/profile.d"]);
-            if let Ok(entries) = std::fs::read_dir("/etc/profile.d") {
-                for entry in entries.flatten() {
-                    if entry.file_name() != PROFILE_SCRIPT {
-                        let path = entry.path();
-                        cmd.arg("--ro-bind-try").arg(&path).arg(&path);
-                    }
+        // /etc/profile.d holds the host's scripts one by one (the directory
+        // itself is the sandbox's, on its read-only root), the one putting
+        // envd's tools on PATH and, with a template, its environment's.
+        cmd.args(["--perms", "0755", "--dir", PROFILE_D]);
+        let ours = [TOOLS_SCRIPT, PROFILE_SCRIPT];
+        if let Ok(entries) = std::fs::read_dir(PROFILE_D) {
+            for entry in entries.flatten() {
+                if !ours.iter().any(|name| entry.file_name() == *name) {
+                    let path = entry.path();
+                    cmd.arg("--ro-bind-try").arg(&path).arg(&path);
                 }
             }
+        }
+        let scripts = if env.is_some() { &ours[..] } else { &ours[..1] };
+        for name in scripts {
             cmd.arg("--ro-bind")
-                .arg(self.etc.join(PROFILE_SCRIPT))
-                .arg(Path::new("/etc/profile.d").join(PROFILE_SCRIPT));
+                .arg(self.etc.join(name))
+                .arg(Path::new(PROFILE_D).join(name));
+        }
+        if let Some(env) = env {
             let mut parents: Vec<&Path> = env.ancestors().skip(1).collect();
             parents.reverse();
             for dir in parents.iter().filter(|d| d.parent().is_some()) {
@@ -310,9 +328,10 @@ impl RootFs {
                 .arg(format!("/etc/{name}"));
         }
         cmd.arg("--bind").arg(paths.home()).arg(HOME_DIR);
+        cmd.arg("--bind").arg(paths.root_home()).arg("/root");
         cmd.arg("--bind").arg(paths.tmp()).arg("/tmp");
         cmd.arg("--bind").arg(paths.var_tmp()).arg("/var/tmp");
-        cmd.args(["--dir", "/root", "--dev", "/dev", "--proc", "/proc"]);
+        cmd.args(["--dev", "/dev", "--proc", "/proc"]);
         // Nothing may be written outside the sandbox's own directories.
         cmd.args(["--remount-ro", "/"]);
     }
@@ -357,7 +376,8 @@ mod tests {
         assert!(check_venv(&venv, false)
             .unwrap_err()
             .contains("no environment"));
-        assert!(profile_script(&venv).contains(&format!("PATH=\"{}/bin:$PATH\"", venv.display())));
+        let script = path_script("an environment", &venv.join("bin"));
+        assert!(script.contains(&format!("PATH=\"{}/bin:$PATH\"", venv.display())));
         let _ = std::fs::remove_dir_all(venv.parent().unwrap());
     }
 

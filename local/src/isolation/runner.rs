@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use e2b_wire::envd_setup::{EnvdConfig, SandboxUser, Users, ENVD_PATH, PORT_OPEN};
+use e2b_wire::envd_setup::{EnvdConfig, SandboxUser, Users, ENVD_PATH, PORT_OPEN, TOOLS_DIR};
 use e2b_wire::HOME_DIR;
 use tokio::io::AsyncReadExt;
 
@@ -95,9 +95,12 @@ impl SandboxRunner {
         let (template_env, internet, config) = match &launcher {
             Launcher::Bwrap(iso) => {
                 let env = iso.rootfs.templates().get(p.template).map(PathBuf::from);
+                // envd's tools (sudo) first, then the template's environment.
                 let path = match &env {
-                    Some(env) => format!("{}:{SANDBOX_PATH}", env.join("bin").display()),
-                    None => SANDBOX_PATH.to_string(),
+                    Some(env) => {
+                        format!("{TOOLS_DIR}:{}:{SANDBOX_PATH}", env.join("bin").display())
+                    }
+                    None => format!("{TOOLS_DIR}:{SANDBOX_PATH}"),
                 };
                 let config = EnvdConfig {
                     sandbox_id: p.id.to_string(),

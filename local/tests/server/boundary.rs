@@ -461,3 +461,65 @@ async fn pty_descriptors_are_not_inherited_by_other_commands() {
     drop(pty);
     h.server.shutdown().await;
 }
+
+/// `sudo` in a sandbox is the sandbox's own root (uid 0 of its user
+/// namespace, mapped to an unprivileged host uid), never the host's: host
+/// files stay unwritable, a loader variable handed through it loads only
+/// inside, and its socket is not reachable from the host. A server run as
+/// an ordinary user has no root to give, and its `sudo` says so.
+#[tokio::test]
+async fn sudo_is_the_sandbox_root_never_the_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = unique("e2b-boundary-sudo");
+    let library = marking_library(dir.path(), &marker);
+    let (h, sbx) = start_sandbox().await;
+    let (events, end) = run(&h, &sbx, "sudo id -u; echo rc=$?").await;
+    if !rustix::process::getuid().is_root() {
+        assert_eq!(stdout_of(&events), "rc=1\n", "{end}");
+        assert!(
+            stderr_of(&events).contains("'root' is not available"),
+            "{}",
+            stderr_of(&events)
+        );
+        h.server.shutdown().await;
+        return;
+    }
+    assert_eq!(stdout_of(&events), "0\nrc=0\n", "{}", stderr_of(&events));
+    let (events, _) = run(&h, &sbx, "sudo cat /proc/self/uid_map").await;
+    let map: Vec<String> = stdout_of(&events)
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    assert_eq!(map[0], "0", "{map:?}");
+    assert_ne!(map[1], "0", "sandbox root is host root: {map:?}");
+    let (events, _) = run(
+        &h,
+        &sbx,
+        "sudo touch /usr/e2b-sudo-probe 2>/dev/null && echo wrote || echo refused",
+    )
+    .await;
+    assert_eq!(stdout_of(&events), "refused\n");
+    assert!(!Path::new("/usr/e2b-sudo-probe").exists());
+    assert_eq!(
+        upload(&h, &sbx, "/home/user/e.so", "user", library).await.0,
+        200
+    );
+    let (events, _) = run(
+        &h,
+        &sbx,
+        &format!("LD_PRELOAD=/home/user/e.so sudo -E true; sudo test -e {marker} && echo inside"),
+    )
+    .await;
+    assert_eq!(stdout_of(&events), "inside\n", "{}", stderr_of(&events));
+    assert!(!Path::new(&marker).exists(), "loaded on the host: {marker}");
+    // The socket lives in the sandbox's network namespace only.
+    let socket = rustix::net::socket(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::SEQPACKET,
+        None,
+    )
+    .unwrap();
+    let address = rustix::net::SocketAddrUnix::new_abstract_name(b"e2b-envd-sudo").unwrap();
+    assert!(rustix::net::connect(&socket, &address).is_err());
+    h.server.shutdown().await;
+}

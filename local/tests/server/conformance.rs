@@ -1,4 +1,5 @@
-//! The official E2B Python SDK against the server: `tests/conformance/scenario.py`.
+//! The official E2B Python SDK against the server: `tests/conformance/scenario.py`
+//! and `fidelity.py`.
 //!
 //! The Python interpreter comes from `E2B_TOOLS_PYTHON` (a venv with
 //! e2b==2.63.0 and e2b-code-interpreter==2.11.5), the v1 run's from
@@ -85,6 +86,23 @@ async fn python_sdk_scenario() {
     assert_eq!(stats.count("POST /v2/sandboxes"), 3, "{stats:?}");
     assert_eq!(stats.sandboxes_created, 2, "{stats:?}");
     assert!(stats.count("POST /execute") >= 3, "{stats:?}");
+    h.server.shutdown().await;
+}
+
+/// The last behaviours E2B's own SDK tests caught (`fidelity.py`):
+/// removing what is not there, a killed process gone, `sudo`, signed URLs
+/// on the shared host, paused sandboxes in pages, a killed sandbox under
+/// `wait()`.
+#[tokio::test]
+async fn python_sdk_fidelity() {
+    let python = python_from(
+        "E2B_TOOLS_PYTHON",
+        "e2b==2.63.0 and e2b-code-interpreter==2.11.5",
+        "target/pyenv",
+    );
+    let h = start().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/fidelity.py");
+    run_python(&h, &python, script, &[], "fidelity scenario passed").await;
     h.server.shutdown().await;
 }
 
