@@ -213,6 +213,63 @@ pub struct ConnectSandbox {
     pub memory: Option<bool>,
 }
 
+/// `POST /sandboxes/{id}/snapshots` body (`SandboxSnapshotRequest`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotRequest {
+    /// A name for the snapshot (its names then carry it); none gives an
+    /// id alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Whether memory is captured too (`false`: the filesystem only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<bool>,
+}
+
+/// A snapshot (`SnapshotInfo`): the answer to a snapshot, and each entry
+/// of `GET /snapshots`. Its id is a template id: `POST /v2/sandboxes`
+/// with it as `templateID` starts a sandbox from it, and
+/// `DELETE /templates/{id}` deletes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotInfo {
+    /// The snapshot's id, tag included (`abc123:default`, or
+    /// `<team>/<name>:default` when named).
+    #[serde(rename = "snapshotID")]
+    pub snapshot_id: String,
+    /// Its full names (team, name and tag), empty when unnamed.
+    #[serde(default)]
+    pub names: Vec<String>,
+}
+
+/// `POST /sandboxes/{id}/fork` body (`SandboxForkRequest`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkRequest {
+    /// The forks' TTL in seconds (E2B's default: 15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<i64>,
+    /// How many forks (1 to 100 on the API; one snapshot for all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+}
+
+/// One fork's outcome (`SandboxForkResult`): exactly one of the two is set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForkResult {
+    /// The fork, started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<Sandbox>,
+    /// Why this fork did not start (the others may have).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ApiError>,
+}
+
+/// The header of create's idempotency key (1–255 of `[a-z0-9-]`): a create
+/// repeated with the same key answers the sandbox the first one made, so
+/// a create whose connection broke can be retried.
+pub const IDEMPOTENCY_KEY_HEADER: &str = "Idempotency-Key";
+
+/// The fork's default TTL when none is sent (E2B's).
+pub const DEFAULT_FORK_TIMEOUT: u32 = 15;
+
 /// Every control-plane error body (and envd's REST errors).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApiError {
@@ -253,6 +310,30 @@ mod tests {
         .unwrap();
         assert_eq!(snake.allow_internet_access, Some(false));
         assert_eq!(snake.auto_resume, Some(AutoResume { enabled: true }));
+    }
+
+    #[test]
+    fn snapshot_and_fork_bodies_match_the_api() {
+        let info: SnapshotInfo =
+            serde_json::from_str(r#"{"snapshotID":"t/n:default","names":["t/n:default"]}"#)
+                .unwrap();
+        assert_eq!(info.snapshot_id, "t/n:default");
+        assert_eq!(
+            serde_json::to_string(&ForkRequest {
+                timeout: None,
+                count: Some(2)
+            })
+            .unwrap(),
+            r#"{"count":2}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&SnapshotRequest::default()).unwrap(),
+            "{}"
+        );
+        let failed: ForkResult =
+            serde_json::from_str(r#"{"error":{"code":429,"message":"busy"}}"#).unwrap();
+        assert_eq!(failed.error.map(|e| e.code), Some(429));
+        assert!(failed.sandbox.is_none());
     }
 
     #[test]
