@@ -52,18 +52,12 @@ fn receive(control: &impl AsFd) -> io::Result<Option<(u16, OwnedFd)>> {
     }
 }
 
-/// Serves connections until the server closes the control socket, then
-/// ends every process.
-pub async fn serve(control: OwnedFd, config: EnvdConfig) -> io::Result<()> {
-    let envd = Envd::new(config)?;
+/// Serves `envd`'s connections until the server closes the control
+/// socket, then ends every process.
+pub async fn serve(control: OwnedFd, envd: Arc<Envd>) -> io::Result<()> {
     let envd_routes = crate::api::router().layer(axum::Extension(Arc::clone(&envd)));
     let interpreter_routes =
         crate::interpreter::router().layer(axum::Extension(envd.interpreter()));
-    // Only inside a sandbox: its abstract socket lives in the sandbox's
-    // network namespace, never in the host's.
-    if envd.isolated() {
-        tokio::spawn(crate::sudo::server::serve(Arc::clone(&envd)));
-    }
     rustix::io::ioctl_fionbio(&control, true)?;
     let control = register(control)?;
     loop {

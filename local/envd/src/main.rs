@@ -84,7 +84,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(control::serve(control, config)) {
+    let serving = async {
+        let envd = context::Envd::new(config)?;
+        // Only inside a sandbox: sudo's abstract socket lives in the
+        // sandbox's network namespace, never in the host's.
+        if envd.isolated() {
+            tokio::spawn(sudo::server::serve(std::sync::Arc::clone(&envd)));
+        }
+        control::serve(control, envd).await
+    };
+    match runtime.block_on(serving) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             control::say(&e);
