@@ -20,8 +20,8 @@ pub use exports::e2b::tools::catalog::ToolSpec;
 pub use exports::e2b::tools::lifecycle::{Config, NetworkRules, OnTimeout, VolumeMount};
 // `Config` is public as `SandboxConfig` (crate::config), its one name for hosts.
 pub use exports::e2b::tools::tools::{
-    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, OutputOffsets,
-    ProcessOutput, ProcessState, Readiness, RichResult, RunCodeArgs, RunCodeOutput, RunCommandArgs,
-    StopSignal, StoppedProcess,
+    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, ForkArgs, ForkFailure,
+    Forks, OutputOffsets, ProcessOutput, ProcessState, Readiness, RichResult, RunCodeArgs,
+    RunCodeOutput, RunCommandArgs, Snapshot, StopSignal, StoppedProcess,
 };
 pub use exports::e2b::tools::types::{ErrorKind, KeyValue, ToolError};

@@ -92,9 +92,10 @@ mod stateless;
 
 pub use audit::AUDIT_TARGET;
 pub use bindings::{
-    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, ErrorKind, KeyValue,
-    OutputOffsets, ProcessOutput, ProcessState, Readiness, RichResult, RunCodeArgs, RunCodeOutput,
-    RunCommandArgs, StopSignal, StoppedProcess, ToolError, ToolSpec,
+    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, ErrorKind, ForkArgs,
+    ForkFailure, Forks, KeyValue, OutputOffsets, ProcessOutput, ProcessState, Readiness,
+    RichResult, RunCodeArgs, RunCodeOutput, RunCommandArgs, Snapshot, StopSignal, StoppedProcess,
+    ToolError, ToolSpec,
 };
 pub use bindings::{NetworkRules, OnTimeout, VolumeMount};
 pub use clock::ClockMode;

@@ -2,9 +2,9 @@
 
 use crate::audit;
 use crate::bindings::{
-    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, E2bTools, OutputOffsets,
-    ProcessOutput, RunCodeArgs, RunCodeOutput, RunCommandArgs, StopSignal, StoppedProcess,
-    ToolError, ToolSpec,
+    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, E2bTools, ForkArgs, Forks,
+    OutputOffsets, ProcessOutput, RunCodeArgs, RunCodeOutput, RunCommandArgs, Snapshot, StopSignal,
+    StoppedProcess, ToolError, ToolSpec,
 };
 use crate::clock::{ClockMode, SessionClock};
 use crate::config::SandboxConfig;
@@ -399,6 +399,30 @@ impl Session {
     ) -> Result<Result<StoppedProcess, ToolError>, SessionError> {
         self.typed_call("stop_background_command", async |tools, store| {
             tools.call_stop_background_command(store, pid, signal).await
+        })
+        .await
+    }
+
+    /// Saves the sandbox's state as a snapshot that outlives it (opt-in:
+    /// `config.tools` must enable `create_snapshot`).
+    pub async fn create_snapshot(
+        &self,
+        name: Option<&str>,
+    ) -> Result<Result<Snapshot, ToolError>, SessionError> {
+        self.typed_call("create_snapshot", async |tools, store| {
+            tools.call_create_snapshot(store, name).await
+        })
+        .await
+    }
+
+    /// Branches the sandbox into new ones, killed with the session unless
+    /// `keep` (opt-in: `config.tools` must enable `fork_sandbox`).
+    pub async fn fork_sandbox(
+        &self,
+        args: ForkArgs,
+    ) -> Result<Result<Forks, ToolError>, SessionError> {
+        self.typed_call("fork_sandbox", async |tools, store| {
+            tools.call_fork_sandbox(store, args).await
         })
         .await
     }

@@ -49,6 +49,10 @@ tool_names! {
     GetBackgroundOutput => "get_background_output",
     /// `stop_background_command` (opt-in).
     StopBackgroundCommand => "stop_background_command",
+    /// `create_snapshot` (opt-in).
+    CreateSnapshot => "create_snapshot",
+    /// `fork_sandbox` (opt-in).
+    ForkSandbox => "fork_sandbox",
 }
 
 impl ToolName {
@@ -119,6 +123,12 @@ impl ToolSet {
     /// The enabled tools, in [`ToolName::ALL`]'s order.
     pub fn tools(self) -> impl Iterator<Item = ToolName> {
         ToolName::ALL.into_iter().filter(move |t| self.contains(*t))
+    }
+
+    /// Whether tools address a sandbox by id (`sandbox_id`): the fork
+    /// tool is enabled, so the session may have more than one.
+    pub fn addresses_sandboxes(self) -> bool {
+        self.contains(ToolName::ForkSandbox)
     }
 
     /// Whether background processes are started with their output kept

@@ -17,9 +17,11 @@ use crate::tools::args::{missing, normalize_language};
 use crate::tools::background::script::{ProcessOutput, ProcessState, StoppedProcess};
 use crate::tools::background::start::{BackgroundArgs, BackgroundOutput, Readiness, INVALID_PORT};
 use crate::tools::background::{Offsets, StopSignal};
+use crate::tools::fork_sandbox::{Forks, MAX_FORK_TIMEOUT_S};
 use crate::tools::run_code::RunCodeArgs;
 use crate::tools::run_command::{CommandOutput, RunCommandArgs};
 use crate::tools::{Hints, ToolCall, ToolOutput, ToolSpec};
+use e2b_wire::api::SnapshotInfo;
 
 impl From<ErrorKind> for wit_types::ErrorKind {
     fn from(kind: ErrorKind) -> Self {
@@ -325,6 +327,48 @@ impl From<StoppedProcess> for wit_tools::StoppedProcess {
     }
 }
 
+impl From<SnapshotInfo> for wit_tools::Snapshot {
+    fn from(s: SnapshotInfo) -> Self {
+        Self {
+            snapshot_id: s.snapshot_id,
+            names: s.names,
+        }
+    }
+}
+
+impl From<Forks> for wit_tools::Forks {
+    fn from(f: Forks) -> Self {
+        Self {
+            sandbox_ids: f.sandbox_ids,
+            failures: f
+                .errors
+                .into_iter()
+                .map(|e| wit_tools::ForkFailure {
+                    kind: e.kind.into(),
+                    message: e.message,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl TryFrom<wit_tools::ForkArgs> for ToolCall {
+    type Error = ToolError;
+
+    /// Checked as `call-tool` checks `fork_sandbox`'s arguments.
+    fn try_from(a: wit_tools::ForkArgs) -> Result<Self, ToolError> {
+        let mut args = crate::tools::args::Args::new();
+        if let Some(count) = a.count {
+            args.insert("count".into(), count.into());
+        }
+        if let Some(timeout) = a.timeout_seconds {
+            args.insert("timeout".into(), timeout.min(MAX_FORK_TIMEOUT_S + 1).into());
+        }
+        args.insert("keep".into(), a.keep.into());
+        crate::tools::parse_object(crate::tools::ToolName::ForkSandbox, args)
+    }
+}
+
 impl From<Hints> for wit_catalog::ToolHints {
     fn from(h: Hints) -> Self {
         Self {
@@ -379,6 +423,8 @@ from_output! {
     wit_tools::BackgroundProcess => ToolOutput::Background(b) => b.into();
     wit_tools::ProcessOutput => ToolOutput::ProcessOutput(p) => p.into();
     wit_tools::StoppedProcess => ToolOutput::Stopped(s) => s.into();
+    wit_tools::Snapshot => ToolOutput::Snapshot(s) => s.into();
+    wit_tools::Forks => ToolOutput::Forked(f) => f.into();
 }
 
 /// The error for another tool's output (a bug, reported, not a panic).

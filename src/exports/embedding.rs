@@ -112,6 +112,18 @@ impl wit_tools::Guest for Component {
             signal: signal.map(Into::into).unwrap_or_default(),
         })
     }
+
+    fn create_snapshot(name: Option<String>) -> Result<wit_tools::Snapshot, wit_types::ToolError> {
+        let mut args = args::Args::new();
+        if let Some(name) = name {
+            args.insert("name".into(), name.into());
+        }
+        run(tools::parse_object(tools::ToolName::CreateSnapshot, args)?)
+    }
+
+    fn fork_sandbox(a: wit_tools::ForkArgs) -> Result<wit_tools::Forks, wit_types::ToolError> {
+        run(a.try_into()?)
+    }
 }
 
 /// Pid 0 is nobody's.
@@ -124,8 +136,12 @@ fn positive_pid(pid: u32) -> Result<u32, ToolError> {
 
 impl wit_catalog::Guest for Component {
     fn list_tools() -> Vec<wit_catalog::ToolSpec> {
-        catalog::enabled(session::wasi().snapshot().settings.tools)
-            .map(Into::into)
+        let enabled = session::wasi().snapshot().settings.tools;
+        catalog::enabled(enabled)
+            .map(|spec| wit_catalog::ToolSpec {
+                parameters_schema: catalog::parameters_schema(spec, enabled),
+                ..spec.into()
+            })
             .collect()
     }
 

@@ -30,8 +30,9 @@ use crate::tools::{self, ToolCall, ToolOutput};
 /// Metadata key and value of every sandbox a stateless call creates.
 pub const STATELESS_TAG: (&str, &str) = ("e2b-tools", "stateless");
 
-/// The settings of one stateless call on `sandbox_id` ("": a new sandbox),
-/// from the environment alone.
+/// The settings of one stateless call on `sandbox_id` ("": a new sandbox;
+/// a snapshot id: a new sandbox from that snapshot), from the environment
+/// alone.
 pub fn settings(
     env: &impl Fn(&str) -> Option<String>,
     sandbox_id: &str,
@@ -54,13 +55,18 @@ pub fn settings(
             )))
         }
     };
+    let id = sandbox_id.trim();
+    let (template, attach) = match api::is_snapshot_id(id) {
+        true => (Some(id.to_string()), String::new()),
+        false => (env(vars::TEMPLATE), id.to_string()),
+    };
     let input = ConfigInput {
-        template: env(vars::TEMPLATE),
+        template,
         timeout_seconds: number(vars::TIMEOUT)?,
         max_output_bytes: number(vars::MAX_OUTPUT_BYTES)?,
         on_timeout,
         metadata: vec![(STATELESS_TAG.0.into(), STATELESS_TAG.1.into())],
-        sandbox_id: Some(sandbox_id.trim().to_string()),
+        sandbox_id: Some(attach),
         // Every tool is exported (and listed by plugin hosts) here.
         tools: Some(match env(vars::ENABLED) {
             Some(list) if !list.trim().is_empty() => list.split(',').map(str::to_string).collect(),
@@ -89,11 +95,11 @@ pub async fn call<P: Platform>(
 ) -> String {
     let settings = match settings(&env, sandbox_id) {
         Ok(settings) => settings,
-        Err(err) => return failure_json(&err, sandbox_id),
+        Err(err) => return failure_json(&err, &attached_id(sandbox_id)),
     };
     let call = match call {
         Ok(call) => call,
-        Err(err) => return failure_json(&err, sandbox_id),
+        Err(err) => return failure_json(&err, &attached_id(sandbox_id)),
     };
     let rich = settings.rich_results;
     let ctx = ctx(platform, settings);
@@ -103,10 +109,19 @@ pub async fn call<P: Platform>(
         .snapshot()
         .sandbox
         .map(|h| h.id)
-        .unwrap_or_else(|| sandbox_id.trim().to_string());
+        .unwrap_or_else(|| attached_id(sandbox_id));
     match result {
         Ok(output) => success_json(&output, rich, &id),
         Err(err) => failure_json(&err, &id),
+    }
+}
+
+/// The sandbox a call named: none when it named a snapshot to start from.
+fn attached_id(sandbox_id: &str) -> String {
+    let id = sandbox_id.trim();
+    match api::is_snapshot_id(id) {
+        true => String::new(),
+        false => id.to_string(),
     }
 }
 

@@ -161,6 +161,21 @@ impl Guest for Component {
         run(sandbox_id, call)
     }
 
+    fn e2b_create_snapshot(sandbox_id: String, name: String) -> String {
+        let call = Object::default()
+            .text("name", name)
+            .parse(ToolName::CreateSnapshot);
+        run(sandbox_id, call)
+    }
+
+    fn e2b_fork_sandbox(sandbox_id: String, count: u32, timeout_seconds: u32) -> String {
+        let call = Object::default()
+            .number("count", count)
+            .number("timeout", timeout_seconds)
+            .parse(ToolName::ForkSandbox);
+        run(sandbox_id, call)
+    }
+
     fn e2b_close_sandbox(sandbox_id: String) -> String {
         wstd::runtime::block_on(per_call::close(Wasi, env_var, &sandbox_id))
     }

@@ -1,8 +1,13 @@
 //! The control-plane client, as pure request builders and answer parsers:
 //! create (`POST /v2/sandboxes`), connect/resume
-//! (`POST /v2/sandboxes/{id}/connect`), set-timeout and kill (docs/PROTOCOL.md §2).
+//! (`POST /v2/sandboxes/{id}/connect`), set-timeout and kill (docs/PROTOCOL.md §2),
+//! snapshots (`POST /sandboxes/{id}/snapshots`) and forks
+//! (`POST /sandboxes/{id}/fork`).
 
-use e2b_wire::api::{AutoResume, ConnectSandbox, NewSandbox, Sandbox, SetTimeout, VolumeMount};
+use e2b_wire::api::{
+    AutoResume, ConnectSandbox, ForkRequest, ForkResult, NewSandbox, Sandbox, SetTimeout,
+    SnapshotInfo, SnapshotRequest, VolumeMount, IDEMPOTENCY_KEY_HEADER,
+};
 
 use crate::config::{OnTimeout, Settings};
 use crate::errors::{from_api_status, ErrorKind, Failure};
@@ -100,9 +105,114 @@ pub fn new_sandbox_body(settings: &Settings) -> NewSandbox {
     }
 }
 
-/// `POST /v2/sandboxes`.
-pub fn create_request(settings: &Settings) -> Result<HttpRequest, Failure> {
-    Ok(authed(settings, Method::Post, "/v2/sandboxes")?.json(&new_sandbox_body(settings)))
+/// `POST /v2/sandboxes`, with `idempotency_key` (the same for every
+/// attempt of one create: a repeat answers the sandbox the first made).
+pub fn create_request(settings: &Settings, idempotency_key: &str) -> Result<HttpRequest, Failure> {
+    Ok(authed(settings, Method::Post, "/v2/sandboxes")?
+        .header(IDEMPOTENCY_KEY_HEADER, idempotency_key)
+        .json(&new_sandbox_body(settings)))
+}
+
+/// A create's idempotency key from a random number: `e2b-tools-` and 16
+/// hex digits, within E2B's rule (1-255 of `[a-z0-9-]`).
+pub fn idempotency_key(random: u64) -> String {
+    format!("e2b-tools-{random:016x}")
+}
+
+/// Whether `id` names a snapshot rather than a sandbox: snapshot ids carry
+/// a tag (`abc123:default`) or a team (`team/name`), sandbox ids are
+/// lowercase letters and digits only.
+pub fn is_snapshot_id(id: &str) -> bool {
+    id.contains(':') || id.contains('/')
+}
+
+/// `POST /sandboxes/{id}/snapshots`.
+pub fn snapshot_request(
+    settings: &Settings,
+    id: &str,
+    name: Option<&str>,
+) -> Result<HttpRequest, Failure> {
+    let body = SnapshotRequest {
+        name: name.map(str::to_string),
+        memory: None,
+    };
+    Ok(authed(
+        settings,
+        Method::Post,
+        &format!("/sandboxes/{}/snapshots", path_escape(id)),
+    )?
+    .json(&body))
+}
+
+/// The answer to a snapshot.
+pub fn parse_snapshot(status: u16, body: &[u8], id: &str) -> Result<SnapshotInfo, Failure> {
+    if status == 404 {
+        return Err(Failure::new(
+            ErrorKind::NotFound,
+            format!("Sandbox {id} not found"),
+        ));
+    }
+    if !(200..300).contains(&status) {
+        return Err(from_api_status(status, body));
+    }
+    serde_json::from_slice(body).map_err(|e| unexpected(status, "snapshot", e))
+}
+
+/// `POST /sandboxes/{id}/fork`: `count` forks living `timeout_s` seconds.
+pub fn fork_request(
+    settings: &Settings,
+    id: &str,
+    count: u32,
+    timeout_s: u32,
+) -> Result<HttpRequest, Failure> {
+    let body = ForkRequest {
+        timeout: Some(i64::from(timeout_s)),
+        count: Some(count),
+    };
+    Ok(authed(
+        settings,
+        Method::Post,
+        &format!("/sandboxes/{}/fork", path_escape(id)),
+    )?
+    .json(&body))
+}
+
+/// The answer to a fork: each fork started, or why it did not (as E2B
+/// reports it: each fork succeeds or fails on its own).
+pub fn parse_fork(
+    status: u16,
+    body: &[u8],
+    id: &str,
+) -> Result<Vec<Result<SandboxHandle, Failure>>, Failure> {
+    if status == 404 {
+        return Err(Failure::new(
+            ErrorKind::NotFound,
+            format!("Sandbox {id} not found"),
+        ));
+    }
+    if !(200..300).contains(&status) {
+        return Err(from_api_status(status, body));
+    }
+    let results: Vec<ForkResult> =
+        serde_json::from_slice(body).map_err(|e| unexpected(status, "fork", e))?;
+    Ok(results
+        .into_iter()
+        .map(|r| match (r.sandbox, r.error) {
+            (Some(sandbox), None) => handle(status, sandbox),
+            (_, Some(e)) => Err(from_api_status(e.code, e.message.as_bytes())),
+            (None, None) => Err(Failure::new(
+                ErrorKind::Internal,
+                "Failed to start forked sandbox",
+            )),
+        })
+        .collect())
+}
+
+fn unexpected(status: u16, what: &str, e: serde_json::Error) -> Failure {
+    Failure::new(
+        ErrorKind::Internal,
+        format!("{status}: unexpected {what} answer from the API: {e}"),
+    )
 }
 
 /// `POST /v2/sandboxes/{id}/connect` with the configured TTL (which E2B
@@ -120,10 +230,14 @@ pub fn connect_request(settings: &Settings, id: &str) -> Result<HttpRequest, Fai
     .json(&body))
 }
 
-/// `POST /sandboxes/{id}/timeout`.
-pub fn set_timeout_request(settings: &Settings, id: &str) -> Result<HttpRequest, Failure> {
+/// `POST /sandboxes/{id}/timeout`: `ttl_seconds` from now.
+pub fn set_timeout_request(
+    settings: &Settings,
+    id: &str,
+    ttl_seconds: u32,
+) -> Result<HttpRequest, Failure> {
     let body = SetTimeout {
-        timeout: i64::from(settings.ttl_seconds()),
+        timeout: i64::from(ttl_seconds),
     };
     Ok(authed(
         settings,
@@ -225,6 +339,11 @@ pub fn parse_sandbox(
             format!("{status}: unexpected sandbox description from the API: {e}"),
         )
     })?;
+    handle(status, sandbox)
+}
+
+/// What the guest keeps of a sandbox the API described.
+fn handle(status: u16, sandbox: Sandbox) -> Result<SandboxHandle, Failure> {
     if sandbox.sandbox_id.is_empty() {
         return Err(Failure::new(
             ErrorKind::Internal,
@@ -286,7 +405,7 @@ mod tests {
             timeout_seconds: Some(600),
             ..Default::default()
         });
-        let req = create_request(&s).unwrap();
+        let req = create_request(&s, "k").unwrap();
         assert_eq!(req.url, "http://127.0.0.1:3000/v2/sandboxes");
         assert_eq!(req.header_value("x-api-key"), Some("e2b_0123456789"));
         assert!(req
@@ -312,7 +431,7 @@ mod tests {
             ..Default::default()
         });
         let body: serde_json::Value =
-            serde_json::from_slice(&create_request(&s).unwrap().body).unwrap();
+            serde_json::from_slice(&create_request(&s, "k").unwrap().body).unwrap();
         assert_eq!(body["autoPause"], true);
         assert_eq!(body["autoResume"]["enabled"], true);
         assert_eq!(body["allow_internet_access"], false);
@@ -324,7 +443,7 @@ mod tests {
     #[test]
     fn missing_key_fails_before_sending() {
         let s = Settings::resolve(ConfigInput::default(), |_| None).unwrap();
-        let err = create_request(&s).unwrap_err();
+        let err = create_request(&s, "k").unwrap_err();
         assert_eq!(err.kind, ErrorKind::Auth);
         assert!(err.message.starts_with("API key is required"));
     }
@@ -332,7 +451,7 @@ mod tests {
     #[test]
     fn lifecycle_requests_and_answers() {
         let s = settings(ConfigInput::default());
-        let req = set_timeout_request(&s, "sbx1").unwrap();
+        let req = set_timeout_request(&s, "sbx1", s.ttl_seconds()).unwrap();
         assert_eq!(req.url, "http://127.0.0.1:3000/sandboxes/sbx1/timeout");
         assert_eq!(req.body, br#"{"timeout":300}"#);
         let req = connect_request(&s, "sbx1").unwrap();

@@ -3,7 +3,6 @@
 //! no wasm. (Test-only: the session itself never imports the tools.)
 
 use crate::config::ConfigInput;
-use crate::errors::ErrorKind;
 use crate::session::platform::fake::{run, Answer, Step, WALL_START_NS};
 use crate::session::platform::Platform;
 use crate::testing::*;
@@ -132,11 +131,33 @@ fn a_busy_api_and_a_reset_listing_are_retried_with_backoff() {
 }
 
 #[test]
-fn a_create_that_may_have_made_a_sandbox_is_not_retried() {
+fn a_create_that_may_have_made_a_sandbox_is_retried_with_its_idempotency_key() {
     let ctx = ctx(300);
+    let made = r#"{"sandboxID":"sbx1","templateID":"t","clientID":"c","envdVersion":"0.6.13"}"#;
+    ctx.platform.route(
+        CREATE,
+        vec![
+            Answer::new(502, "bad gateway"),
+            Answer::reset(),
+            Answer::new(201, made),
+        ],
+    );
     ctx.platform
-        .route(CREATE, vec![Answer::new(502, "bad gateway")]);
-    let err = run(&ctx.platform.clock, execute(&ctx, command("true", None))).unwrap_err();
-    assert_eq!(err.kind, ErrorKind::SandboxUnavailable, "{err:?}");
-    assert_eq!(ctx.platform.sent_ms(CREATE), vec![0]);
+        .route(START, vec![Answer::steps(200, exited(0))]);
+    run(&ctx.platform.clock, execute(&ctx, command("true", None))).unwrap();
+    assert_eq!(ctx.platform.sent_ms(CREATE).len(), 3);
+    // One key for the three attempts: E2B answers a repeat with the
+    // sandbox the first made, so a retry never makes a second one.
+    let keys = ctx.platform.header_values(CREATE, "idempotency-key");
+    assert!(
+        keys[0]
+            .as_deref()
+            .is_some_and(|k| k.starts_with("e2b-tools-")),
+        "{keys:?}"
+    );
+    assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
+    assert_eq!(
+        ctx.snapshot().sandbox.map(|h| h.id).as_deref(),
+        Some("sbx1")
+    );
 }

@@ -16,6 +16,11 @@ impl KeepAlive {
         }
     }
 
+    /// The TTL a refresh sets, in seconds.
+    pub fn ttl_seconds(&self) -> u32 {
+        u32::try_from(self.ttl_ns / 1_000_000_000).unwrap_or(u32::MAX)
+    }
+
     /// Records a successful refresh (or creation) at `now_ns`: the
     /// sandbox now ends a full TTL later.
     pub fn refreshed(&mut self, now_ns: u64) {

@@ -39,6 +39,19 @@ pub struct Session {
     pub sandbox: Option<SandboxHandle>,
     /// Its keep-alive state.
     pub keep_alive: KeepAlive,
+    /// The forks this session made, addressable by id (`sandbox_id`).
+    pub forks: Vec<Fork>,
+}
+
+/// A sandbox this session forked from its own.
+#[derive(Debug, Clone)]
+pub struct Fork {
+    /// The fork.
+    pub handle: SandboxHandle,
+    /// Its keep-alive state (its own TTL).
+    pub keep_alive: KeepAlive,
+    /// Killed with the session (`false`: handed on, left to its timeout).
+    pub owned: bool,
 }
 
 impl Session {
@@ -49,6 +62,7 @@ impl Session {
             settings,
             sandbox: None,
             keep_alive,
+            forks: Vec::new(),
         }
     }
 
@@ -57,8 +71,20 @@ impl Session {
         let tokens = self
             .sandbox
             .iter()
+            .chain(self.forks.iter().map(|f| &f.handle))
             .flat_map(|h| h.access_token.iter().chain(h.traffic_token.iter()));
         Secrets::new(self.settings.api_key.iter().chain(tokens).cloned())
+    }
+
+    /// The keep-alive state of sandbox `id` (the session's own, or a fork).
+    fn keep_alive_of(&mut self, id: &str) -> Option<&mut KeepAlive> {
+        if self.sandbox.as_ref().is_some_and(|h| h.id == id) {
+            return Some(&mut self.keep_alive);
+        }
+        self.forks
+            .iter_mut()
+            .find(|f| f.handle.id == id)
+            .map(|f| &mut f.keep_alive)
     }
 }
 
@@ -67,8 +93,19 @@ impl Session {
 pub enum Unavailable {
     /// Creating or attaching failed (e2b-adk: `Sandbox unavailable: …`).
     Create(Failure),
-    /// The open sandbox expired (reported with the tool's prefix).
+    /// The open sandbox expired, or the one named is not this session's
+    /// (reported with the tool's prefix).
     Expired(Failure),
+}
+
+/// The message for a `sandbox_id` that names none of the session's.
+pub fn not_ours(id: &str) -> Failure {
+    Failure::new(
+        ErrorKind::InvalidArgument,
+        format!(
+            "Sandbox {id} is not one of this session's: leave sandbox_id out for the session's own sandbox, or pass an id fork_sandbox returned"
+        ),
+    )
 }
 
 /// One instance's session and the platform it runs on: every decision
@@ -196,8 +233,8 @@ impl<P: Platform> Ctx<P> {
         .await
     }
 
-    async fn set_timeout(&self, settings: &Settings, id: &str) -> Result<(), Failure> {
-        let req = api::set_timeout_request(settings, id)?;
+    async fn set_timeout(&self, settings: &Settings, id: &str, ttl: u32) -> Result<(), Failure> {
+        let req = api::set_timeout_request(settings, id, ttl)?;
         let (status, body) = self
             .exchange_retrying(settings, &req, Retry::Idempotent)
             .await?;
@@ -207,14 +244,39 @@ impl<P: Platform> Ctx<P> {
     /// The sandbox for a tool call: the open one (refreshed if less than
     /// half its TTL is left), else a new or attached one.
     pub async fn acquire(&self) -> Result<(Settings, SandboxHandle), Unavailable> {
+        self.acquire_in(None).await
+    }
+
+    /// [`Ctx::acquire`] in sandbox `target`: `None` (or the session's own
+    /// id) is the session's own sandbox, else one of its forks; any other
+    /// id is refused (it is not this session's to act in or to kill).
+    pub async fn acquire_in(
+        &self,
+        target: Option<&str>,
+    ) -> Result<(Settings, SandboxHandle), Unavailable> {
         let session = self.snapshot();
         let settings = session.settings.clone();
-        if let Some(handle) = session.sandbox {
-            if session.keep_alive.due(self.platform.now_ns()) {
-                match self.set_timeout(&settings, &handle.id).await {
+        let own = session
+            .sandbox
+            .clone()
+            .filter(|h| target.is_none_or(|id| id == h.id));
+        let open = match (own, target) {
+            (Some(handle), _) => Some((handle, session.keep_alive)),
+            (None, Some(id)) => match session.forks.iter().find(|f| f.handle.id == id) {
+                Some(fork) => Some((fork.handle.clone(), fork.keep_alive)),
+                None => return Err(Unavailable::Expired(not_ours(id))),
+            },
+            (None, None) => None,
+        };
+        if let Some((handle, keep_alive)) = open {
+            if keep_alive.due(self.platform.now_ns()) {
+                match self
+                    .set_timeout(&settings, &handle.id, keep_alive.ttl_seconds())
+                    .await
+                {
                     Ok(()) => {
                         let now = self.platform.now_ns();
-                        self.update(|s| s.keep_alive.refreshed(now));
+                        self.refreshed(&handle.id, now);
                     }
                     Err(f) if f.kind == ErrorKind::SandboxExpired => {
                         return Err(Unavailable::Expired(f))
@@ -226,9 +288,10 @@ impl<P: Platform> Ctx<P> {
             }
             return Ok((settings, handle));
         }
+        let key = api::idempotency_key(self.platform.random_u64());
         let (req, attach) = match &settings.attach_sandbox_id {
             Some(id) => (api::connect_request(&settings, id), Some(id.clone())),
-            None => (api::create_request(&settings), None),
+            None => (api::create_request(&settings, &key), None),
         };
         // A server-side failure to create is the sandbox being unavailable.
         let unavailable = |f: Failure| {
@@ -246,9 +309,11 @@ impl<P: Platform> Ctx<P> {
             Some(id) => self.known_expiry(&settings, id).await,
             None => None,
         };
+        // The key makes a repeated create answer the first one's sandbox,
+        // so a create whose connection broke is retried too.
         let retry = match attach {
             Some(_) => Retry::Idempotent,
-            None => Retry::Create,
+            None => Retry::CreateWithKey,
         };
         let (status, body) = self
             .exchange_retrying(&settings, &req, retry)
@@ -264,6 +329,15 @@ impl<P: Platform> Ctx<P> {
             }
         });
         Ok((settings, handle))
+    }
+
+    /// Records a refresh of sandbox `id` (the session's own or a fork).
+    fn refreshed(&self, id: &str, now_ns: u64) {
+        self.update(|s| {
+            if let Some(k) = s.keep_alive_of(id) {
+                k.refreshed(now_ns);
+            }
+        });
     }
 
     /// When a sandbox we are about to attach to ends, on the monotonic
@@ -291,7 +365,10 @@ impl<P: Platform> Ctx<P> {
         bound_ms: Option<u64>,
         op: impl Future<Output = T>,
     ) -> T {
-        let keep_alive = Cell::new(self.session.borrow().keep_alive);
+        let Some(start) = self.update(|s| s.keep_alive_of(id).copied()) else {
+            return op.await;
+        };
+        let keep_alive = Cell::new(start);
         let now = self.platform.now_ns();
         if bound_ms.is_some_and(|ms| {
             now.saturating_add(ms.saturating_mul(1_000_000)) < keep_alive.get().due_at()
@@ -307,16 +384,13 @@ impl<P: Platform> Ctx<P> {
                 if wait > 0 {
                     self.platform.sleep_ns(wait).await;
                 }
-                if self.set_timeout(settings, id).await.is_ok() {
+                let ttl = keep_alive.get().ttl_seconds();
+                if self.set_timeout(settings, id, ttl).await.is_ok() {
                     let at = self.platform.now_ns();
                     let mut k = keep_alive.get();
                     k.refreshed(at);
                     keep_alive.set(k);
-                    self.update(|s| {
-                        if s.sandbox.as_ref().is_some_and(|h| h.id == id) {
-                            s.keep_alive.refreshed(at);
-                        }
-                    });
+                    self.refreshed(id, at);
                 } else {
                     self.platform.sleep_ns(keep_alive.get().retry_ns()).await;
                 }
@@ -325,28 +399,41 @@ impl<P: Platform> Ctx<P> {
         futures_lite::future::or(op, beat).await
     }
 
-    /// Kills the sandbox (or leaves it to pause) and forgets it; keeps it
-    /// when the kill fails so the call can be retried.
+    /// Kills the sandbox and the forks it owns (or leaves them to pause)
+    /// and forgets them; keeps what it could not kill so the call can be
+    /// retried. Forks go first: a session is never left with forks and
+    /// without its own sandbox.
     pub async fn shutdown(&self) -> Result<bool, Failure> {
         let session = self.snapshot();
+        let pauses = session.settings.on_timeout == Some(OnTimeout::Pause);
+        for fork in session.forks.iter().filter(|f| f.owned && !pauses) {
+            self.kill(&session.settings, &fork.handle.id).await?;
+            self.update(|s| s.forks.retain(|f| f.handle.id != fork.handle.id));
+        }
+        self.update(|s| s.forks.clear());
         let Some(handle) = session.sandbox else {
             return Ok(false);
         };
-        if session.settings.on_timeout == Some(OnTimeout::Pause) {
+        if pauses {
             self.update(|s| s.sandbox = None);
             return Ok(false);
         }
-        let req = api::kill_request(&session.settings, &handle.id)?
-            .header(e2b_wire::host_guest::HEADER_FINISH_ON_CANCEL, "1");
-        let (status, body) = self
-            .exchange_retrying(&session.settings, &req, Retry::Idempotent)
-            .await?;
-        let killed = api::parse_kill(status, &body)?;
+        let killed = self.kill(&session.settings, &handle.id).await?;
         self.update(|s| {
             s.sandbox = None;
             s.keep_alive = KeepAlive::new(s.settings.ttl_seconds());
         });
         Ok(killed)
+    }
+
+    /// Kills sandbox `id`: `false` when E2B no longer knew it.
+    pub async fn kill(&self, settings: &Settings, id: &str) -> Result<bool, Failure> {
+        let req = api::kill_request(settings, id)?
+            .header(e2b_wire::host_guest::HEADER_FINISH_ON_CANCEL, "1");
+        let (status, body) = self
+            .exchange_retrying(settings, &req, Retry::Idempotent)
+            .await?;
+        api::parse_kill(status, &body)
     }
 }
 
@@ -380,6 +467,9 @@ mod component {
 
 #[cfg(test)]
 mod call_tests;
+
+#[cfg(test)]
+mod fork_tests;
 
 #[cfg(test)]
 mod tests {

@@ -147,6 +147,11 @@ pub mod fake {
             self.now.get()
         }
 
+        /// Moves time on by `ms`, as if the instance sat idle between calls.
+        pub fn advance_ms(&self, ms: u64) {
+            self.now.set(self.now.get() + ms * 1_000_000);
+        }
+
         fn sleep_until(self: &Rc<Self>, at: u64) -> Sleep {
             Sleep {
                 clock: Rc::clone(self),
@@ -254,6 +259,9 @@ pub mod fake {
         }
     }
 
+    /// A request's `"METHOD URL"` and its headers.
+    type SentHeaders = (String, Vec<(String, String)>);
+
     /// HTTP that answers from a script, on a virtual clock.
     #[derive(Debug, Default)]
     pub struct FakePlatform {
@@ -266,6 +274,8 @@ pub mod fake {
         pub sent: RefCell<Vec<(u64, String)>>,
         /// Every request sent as `"METHOD URL BODY"`.
         requests: RefCell<Vec<String>>,
+        /// Every request's `"METHOD URL"` and headers.
+        headers: RefCell<Vec<SentHeaders>>,
         /// Every progress event reported.
         pub progress: RefCell<Vec<String>>,
     }
@@ -296,6 +306,22 @@ pub mod fake {
                         .contains(needle)
                 })
                 .map(|r| r.splitn(3, ' ').nth(2).unwrap_or("").to_string())
+                .collect()
+        }
+
+        /// The value of header `name` of each request sent whose
+        /// `"METHOD URL"` contains `needle` (`None` where it had none).
+        pub fn header_values(&self, needle: &str, name: &str) -> Vec<Option<String>> {
+            self.headers
+                .borrow()
+                .iter()
+                .filter(|(line, _)| line.contains(needle))
+                .map(|(_, headers)| {
+                    headers
+                        .iter()
+                        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                        .map(|(_, v)| v.clone())
+                })
                 .collect()
         }
 
@@ -346,6 +372,9 @@ pub mod fake {
             self.sent
                 .borrow_mut()
                 .push((self.clock.now(), line.clone()));
+            self.headers
+                .borrow_mut()
+                .push((line.clone(), req.headers.clone()));
             let haystack = format!("{line} {}", String::from_utf8_lossy(&req.body));
             self.requests.borrow_mut().push(haystack.clone());
             let mut routes = self.routes.borrow_mut();

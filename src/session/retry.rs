@@ -6,7 +6,11 @@
 //!   is retried on 429, 502, 503, 504 and on a broken connection.
 //! - Creation is retried only when the answer proves nothing was created:
 //!   429 and 503 (rejected before a sandbox exists). A 502/504 or a reset
-//!   may come after the sandbox was made, and a retry would make another.
+//!   may come after the sandbox was made, and a retry would make another,
+//!   unless the create carries an idempotency key (E2B answers a repeat
+//!   with the sandbox the first made): then it is retried as an
+//!   idempotent request. Snapshots and forks are retried as creation
+//!   without a key.
 //! - The wait is `Retry-After` (whole seconds) when the server gives one,
 //!   else `min(0.1 s × 2^attempt, 10 s)` times a random factor in
 //!   [0.5, 1.0); at most [`MAX_RETRIES`] retries, and none that would end
@@ -27,6 +31,9 @@ pub enum Retry {
     Idempotent,
     /// Sandbox creation: repeat only if nothing can have been created.
     Create,
+    /// Sandbox creation with an idempotency key: a repeat makes nothing
+    /// new, so it is as safe as an idempotent request.
+    CreateWithKey,
 }
 
 /// How an attempt ended, as far as retrying cares.
@@ -100,8 +107,8 @@ pub fn delay_ns(
             let wanted = match (should_retry, retry) {
                 (Some(false), _) => false,
                 (_, Retry::Create) => matches!(status, 429 | 503),
-                (Some(true), Retry::Idempotent) => true,
-                (None, Retry::Idempotent) => {
+                (Some(true), Retry::Idempotent | Retry::CreateWithKey) => true,
+                (None, Retry::Idempotent | Retry::CreateWithKey) => {
                     matches!(status, 429 | 502 | 503 | 504) && !sandbox_gone(status, body)
                 }
             };
@@ -110,7 +117,7 @@ pub fn delay_ns(
             }
             retry_after_s
         }
-        Attempt::Broken { transient: true } if retry == Retry::Idempotent => None,
+        Attempt::Broken { transient: true } if retry != Retry::Create => None,
         Attempt::Broken { .. } => return None,
     };
     let wait = match retry_after_s {
@@ -201,6 +208,18 @@ mod tests {
         }
         let reset = Attempt::Broken { transient: true };
         assert_eq!(delay_ns(Retry::Create, 0, reset, 0, 0, 60 * S), None);
+        // With an idempotency key a repeat makes nothing new.
+        assert!(delay_ns(Retry::CreateWithKey, 0, reset, 0, 0, 60 * S).is_some());
+        assert!(delay_ns(Retry::CreateWithKey, 0, answer(502), 0, 0, 60 * S).is_some());
+        assert_eq!(
+            delay_ns(Retry::CreateWithKey, 0, answer(500), 0, 0, 60 * S),
+            None
+        );
+        let refused = Attempt::Broken { transient: false };
+        assert_eq!(
+            delay_ns(Retry::CreateWithKey, 0, refused, 0, 0, 60 * S),
+            None
+        );
     }
 
     #[test]

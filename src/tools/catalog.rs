@@ -13,6 +13,31 @@ pub fn enabled(enabled: ToolSet) -> impl Iterator<Item = &'static ToolSpec> {
         .filter(move |spec| enabled.contains(spec.tool))
 }
 
+/// What `sandbox_id` is, where tools take it.
+const SANDBOX_ID: &str = "Optional: the id of a fork (from fork_sandbox) to act in that fork; leave it out for this session's own sandbox.";
+
+/// The parameters schema of `spec` as a session offering `enabled` lists
+/// it: with a `sandbox_id` argument when the session can have forks.
+pub fn parameters_schema(spec: &ToolSpec, enabled: ToolSet) -> String {
+    if !enabled.addresses_sandboxes() {
+        return spec.parameters_schema.to_string();
+    }
+    let mut schema: serde_json::Value = match serde_json::from_str(spec.parameters_schema) {
+        Ok(schema) => schema,
+        Err(_) => return spec.parameters_schema.to_string(),
+    };
+    if let Some(properties) = schema
+        .get_mut("properties")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        properties.insert(
+            "sandbox_id".into(),
+            serde_json::json!({"type": "string", "description": SANDBOX_ID}),
+        );
+    }
+    schema.to_string()
+}
+
 /// A short system-prompt fragment about the tools and the sandbox.
 pub fn instructions(settings: &Settings) -> String {
     let languages = or_list(&settings.run_code_languages());
@@ -24,12 +49,18 @@ pub fn instructions(settings: &Settings) -> String {
 `{template}`), created on first use and kept for this whole session: files, installed \
 packages and run_code variables persist across calls (run_command's cwd and env vars do not). \
 The home and default working directory is /home/user; relative paths resolve against it. \
-Tools: {tools}. Every result has `success`; `success: true` means the tool \
+Tools: {tools}.{forks} Every result has `success`; `success: true` means the tool \
 ran, so check `exit_code` and `error` too. Output fields are truncated to {limit} bytes with a \
 `…[truncated N bytes]` marker: print summaries rather than huge outputs. The sandbox stops \
 {ttl} seconds after the last activity.",
         template = settings.template,
         tools = joined(&tools, "and"),
+        forks = if settings.tools.addresses_sandboxes() {
+            " Every tool also takes sandbox_id, the id of a fork, to act in that fork instead \
+of the session's own sandbox; the forks end with the session."
+        } else {
+            ""
+        },
         limit = settings.max_output_bytes,
         ttl = settings.ttl_seconds(),
     )
@@ -126,16 +157,41 @@ mod tests {
             all.contains("get_background_output (what a background"),
             "{all}"
         );
-        assert!(
-            all.contains("and stop_background_command (SIGTERM"),
-            "{all}"
-        );
+        assert!(all.contains(", stop_background_command (SIGTERM"), "{all}");
+        assert!(all.contains("and fork_sandbox (branches"), "{all}");
+        assert!(all.contains("Every tool also takes sandbox_id"), "{all}");
+        assert!(!default.contains("sandbox_id"), "{default}");
         let reader = instructions(&only("read_file,list_files"));
         assert!(
             reader.contains("Tools: read_file (text, or base64 for binary files) and list_files"),
             "{reader}"
         );
         assert!(!reader.contains("run_command ("), "{reader}");
+    }
+
+    #[test]
+    fn tools_take_a_sandbox_id_only_where_there_can_be_forks() {
+        let run_command = spec(ToolName::RunCommand);
+        assert_eq!(
+            parameters_schema(run_command, ToolSet::DEFAULT),
+            run_command.parameters_schema,
+            "e2b-adk's schema, unchanged"
+        );
+        let with_forks = ToolSet::parse(&["default", "fork_sandbox"]).unwrap();
+        for tool in with_forks.tools() {
+            let schema: serde_json::Value =
+                serde_json::from_str(&parameters_schema(spec(tool), with_forks)).unwrap();
+            assert_eq!(
+                schema["properties"]["sandbox_id"]["type"],
+                "string",
+                "{}",
+                tool.as_str()
+            );
+            assert!(!schema["required"]
+                .as_array()
+                .unwrap()
+                .contains(&"sandbox_id".into()));
+        }
     }
 
     #[test]
@@ -261,7 +317,31 @@ mod tests {
                     signal: Some(StopSignal::Kill),
                 }),
             ),
+            (
+                "create_snapshot",
+                ToolOutput::Snapshot(e2b_wire::api::SnapshotInfo {
+                    snapshot_id: "local/try:default".into(),
+                    names: vec!["local/try:default".into()],
+                }),
+            ),
+            (
+                "fork_sandbox",
+                ToolOutput::Forked(crate::tools::fork_sandbox::Forks {
+                    sandbox_ids: vec!["f1".into()],
+                    errors: vec![crate::errors::Failure::new(
+                        crate::errors::ErrorKind::RateLimited,
+                        "429: busy",
+                    )],
+                }),
+            ),
         ];
+        let mut covered: Vec<&str> = outputs.iter().map(|(tool, _)| *tool).collect();
+        covered.dedup();
+        assert_eq!(
+            covered,
+            ToolName::ALL.map(ToolName::as_str),
+            "every tool's dict"
+        );
         let validator = |tool: &str| {
             let spec = ALL.iter().find(|t| t.name() == tool).unwrap();
             let schema: serde_json::Value = serde_json::from_str(spec.result_schema).unwrap();
@@ -346,6 +426,20 @@ mod tests {
             (stop, r#"{"pid": 3, "signal": "SIGKILL"}"#, true),
             (stop, r#"{"pid": 3, "signal": "SIGUSR1"}"#, false),
             (stop, r#"{"signal": "SIGTERM"}"#, false),
+            ("create_snapshot", r#"{}"#, true),
+            ("create_snapshot", r#"{"name": "before-fix.1"}"#, true),
+            ("create_snapshot", r#"{"name": "a/b"}"#, false),
+            ("create_snapshot", r#"{"name": ".x"}"#, false),
+            ("fork_sandbox", r#"{}"#, true),
+            (
+                "fork_sandbox",
+                r#"{"count": 8, "timeout": 60, "keep": true}"#,
+                true,
+            ),
+            ("fork_sandbox", r#"{"count": 9}"#, false),
+            ("fork_sandbox", r#"{"count": 0}"#, false),
+            ("fork_sandbox", r#"{"timeout": 0}"#, false),
+            ("fork_sandbox", r#"{"keep": "yes"}"#, false),
         ];
         for (tool, args, valid) in cases {
             let spec = ALL.iter().find(|t| t.name() == *tool).unwrap();

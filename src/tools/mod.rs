@@ -31,7 +31,9 @@ use args::Encoding;
 use background::script::{ProcessOutput, StoppedProcess};
 use background::start::{BackgroundArgs, BackgroundOutput};
 use background::{Offsets, StopSignal};
+use e2b_wire::api::SnapshotInfo;
 use exec::{error_body, plain, OpError};
+use fork_sandbox::{ForkArgs, Forks};
 use list_files::Listing;
 use read_file::ReadOutput;
 use run_code::RunCodeArgs;
@@ -40,7 +42,9 @@ use run_command::{CommandOutput, RunCommandArgs};
 pub mod args;
 pub mod background;
 pub mod catalog;
+pub mod create_snapshot;
 mod exec;
+pub mod fork_sandbox;
 pub mod list_files;
 pub mod read_file;
 pub mod run_code;
@@ -49,7 +53,7 @@ pub mod spec;
 pub mod write_file;
 
 /// Every tool, in catalog order: e2b-adk's six in its order, then ours.
-pub const ALL: [&ToolSpec; 8] = [
+pub const ALL: [&ToolSpec; ToolName::ALL.len()] = [
     &run_code::SPEC,
     &run_command::SPEC,
     &write_file::SPEC,
@@ -58,6 +62,8 @@ pub const ALL: [&ToolSpec; 8] = [
     &background::start::SPEC,
     &background::output::SPEC,
     &background::stop::SPEC,
+    &create_snapshot::SPEC,
+    &fork_sandbox::SPEC,
 ];
 
 /// The spec of `tool`.
@@ -71,6 +77,8 @@ pub const fn spec(tool: ToolName) -> &'static ToolSpec {
         ToolName::StartBackgroundCommand => &background::start::SPEC,
         ToolName::GetBackgroundOutput => &background::output::SPEC,
         ToolName::StopBackgroundCommand => &background::stop::SPEC,
+        ToolName::CreateSnapshot => &create_snapshot::SPEC,
+        ToolName::ForkSandbox => &fork_sandbox::SPEC,
     }
 }
 
@@ -124,6 +132,13 @@ pub enum ToolCall {
         /// The signal sent first.
         signal: StopSignal,
     },
+    /// `create_snapshot`.
+    CreateSnapshot {
+        /// Its optional name.
+        name: Option<String>,
+    },
+    /// `fork_sandbox`.
+    ForkSandbox(ForkArgs),
 }
 
 impl ToolCall {
@@ -138,6 +153,8 @@ impl ToolCall {
             ToolCall::StartBackground(_) => ToolName::StartBackgroundCommand,
             ToolCall::GetBackgroundOutput { .. } => ToolName::GetBackgroundOutput,
             ToolCall::StopBackground { .. } => ToolName::StopBackgroundCommand,
+            ToolCall::CreateSnapshot { .. } => ToolName::CreateSnapshot,
+            ToolCall::ForkSandbox(_) => ToolName::ForkSandbox,
         }
     }
 }
@@ -164,18 +181,26 @@ pub enum ToolOutput {
     ProcessOutput(ProcessOutput),
     /// `stop_background_command`.
     Stopped(StoppedProcess),
+    /// `create_snapshot`.
+    Snapshot(SnapshotInfo),
+    /// `fork_sandbox`.
+    Forked(Forks),
 }
 
-/// A call whose tool the session offers. Only [`parse_enabled_call`]
-/// (which reads the name once) and [`execute`] (for calls whose tool is
-/// known from the function called) make one, so no call's tool is
-/// checked twice.
+/// A call whose tool the session offers, and the sandbox it acts in.
+/// Only [`parse_enabled_call`] (which reads the name once) and
+/// [`execute`] (for calls whose tool is known from the function called)
+/// make one, so no call's tool is checked twice.
 #[derive(Debug)]
-pub struct Admitted(ToolCall);
+pub struct Admitted {
+    call: ToolCall,
+    /// `sandbox_id`: one of the session's forks (`None`: its own sandbox).
+    target: Option<String>,
+}
 
 /// Parses `call-tool`'s arguments for tool `name`, any tool enabled.
 pub fn parse_call(name: &str, arguments_json: &str) -> Result<ToolCall, ToolError> {
-    parse_enabled_call(name, arguments_json, ToolSet::ALL).map(|Admitted(call)| call)
+    parse_enabled_call(name, arguments_json, ToolSet::ALL).map(|a| a.call)
 }
 
 /// Parses `call-tool`'s arguments for tool `name`, one of `enabled`.
@@ -192,7 +217,20 @@ pub fn parse_enabled_call(
             enabled.names().join(", ")
         )));
     };
-    parse_object(tool, args::object(arguments_json)?).map(Admitted)
+    let mut args = args::object(arguments_json)?;
+    let target = sandbox_target(&mut args)?;
+    parse_object(tool, args).map(|call| Admitted { call, target })
+}
+
+/// The optional `sandbox_id` every tool takes (the sandbox to act in); an
+/// empty one is the session's own.
+fn sandbox_target(args: &mut args::Args) -> Result<Option<String>, ToolError> {
+    match args.remove("sandbox_id") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(s.trim().to_string())),
+        Some(_) => Err(ToolError::invalid("Invalid sandbox_id: expected a string")),
+    }
 }
 
 /// Parses tool `tool`'s arguments given as a JSON object (moved in, so a
@@ -228,6 +266,10 @@ pub fn parse_object(
             let (pid, signal) = background::stop::parse(args)?;
             ToolCall::StopBackground { pid, signal }
         }
+        ToolName::CreateSnapshot => ToolCall::CreateSnapshot {
+            name: create_snapshot::parse(args)?,
+        },
+        ToolName::ForkSandbox => ToolCall::ForkSandbox(fork_sandbox::parse(args)?),
     })
 }
 
@@ -245,6 +287,8 @@ pub fn failure_prefix(call: &ToolCall) -> &'static str {
         ToolName::StartBackgroundCommand => background::start::SPEC.failure_prefix,
         ToolName::GetBackgroundOutput => background::output::SPEC.failure_prefix,
         ToolName::StopBackgroundCommand => background::stop::SPEC.failure_prefix,
+        ToolName::CreateSnapshot => create_snapshot::SPEC.failure_prefix,
+        ToolName::ForkSandbox => fork_sandbox::SPEC.failure_prefix,
     }
 }
 
@@ -253,7 +297,9 @@ pub fn echo(call: &ToolCall, err: ToolError) -> ToolError {
     match call {
         ToolCall::RunCode(_)
         | ToolCall::GetBackgroundOutput { .. }
-        | ToolCall::StopBackground { .. } => err,
+        | ToolCall::StopBackground { .. }
+        | ToolCall::CreateSnapshot { .. }
+        | ToolCall::ForkSandbox(_) => err,
         ToolCall::RunCommand(a) => err.with_command(a.command.clone()),
         ToolCall::StartBackground(a) => err.with_command(a.command.clone()),
         ToolCall::WriteFile { path, .. }
@@ -287,6 +333,8 @@ pub fn redact_output(out: ToolOutput, secrets: &Secrets) -> ToolOutput {
         ToolOutput::Read(r) => ToolOutput::Read(read_file::redact(r, secrets)),
         ToolOutput::Listed(l) => ToolOutput::Listed(list_files::redact(l, secrets)),
         ToolOutput::Background(b) => ToolOutput::Background(background::start::redact(b, secrets)),
+        ToolOutput::Snapshot(s) => ToolOutput::Snapshot(create_snapshot::redact(s, secrets)),
+        ToolOutput::Forked(f) => ToolOutput::Forked(fork_sandbox::redact(f, secrets)),
         // Redacted as they were read, each chunk on its own.
         out @ (ToolOutput::ProcessOutput(_) | ToolOutput::Stopped(_)) => out,
     }
@@ -309,6 +357,8 @@ pub fn success_object(output: &ToolOutput, rich: bool) -> OrderedObject {
         ToolOutput::Background(b) => background::start::dict(b, obj),
         ToolOutput::ProcessOutput(p) => background::output::dict(p, obj),
         ToolOutput::Stopped(s) => background::stop::dict(s, obj),
+        ToolOutput::Snapshot(s) => create_snapshot::dict(s, obj),
+        ToolOutput::Forked(f) => fork_sandbox::dict(f, obj),
     }
 }
 
@@ -317,7 +367,7 @@ pub fn success_object(output: &ToolOutput, rich: bool) -> OrderedObject {
 pub async fn execute<P: Platform>(ctx: &Ctx<P>, call: ToolCall) -> Result<ToolOutput, ToolError> {
     let enabled = ctx.session.borrow().settings.tools;
     match enabled.check(call.tool()) {
-        Ok(()) => execute_admitted(ctx, Admitted(call)).await,
+        Ok(()) => execute_admitted(ctx, Admitted { call, target: None }).await,
         Err(err) => Err(finish_error(ctx, &call, err)),
     }
 }
@@ -325,7 +375,7 @@ pub async fn execute<P: Platform>(ctx: &Ctx<P>, call: ToolCall) -> Result<ToolOu
 /// Runs one admitted call in the sandbox.
 pub async fn execute_admitted<P: Platform>(
     ctx: &Ctx<P>,
-    Admitted(mut call): Admitted,
+    Admitted { mut call, target }: Admitted,
 ) -> Result<ToolOutput, ToolError> {
     // Typed calls come here unparsed: refuse what would not fit, and a
     // language the backend is known not to have.
@@ -340,7 +390,7 @@ pub async fn execute_admitted<P: Platform>(
         return Err(finish_error(ctx, &call, err));
     }
     let prefix = failure_prefix(&call);
-    let (settings, sandbox) = match ctx.acquire().await {
+    let (settings, sandbox) = match ctx.acquire_in(target.as_deref()).await {
         Ok(pair) => pair,
         Err(Unavailable::Create(f)) => {
             return Err(finish_error(
@@ -471,6 +521,14 @@ async fn run<P: Platform>(
                 .await
                 .map(ToolOutput::Stopped)
         }
+        ToolCall::CreateSnapshot { name } => {
+            create_snapshot::run(ctx, settings, sandbox, name.as_deref())
+                .await
+                .map(ToolOutput::Snapshot)
+        }
+        ToolCall::ForkSandbox(a) => fork_sandbox::run(ctx, settings, sandbox, *a)
+            .await
+            .map(ToolOutput::Forked),
     }
 }
 
