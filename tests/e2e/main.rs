@@ -13,6 +13,7 @@
 //! - `security`: the allow-list, secrets, the memory cap, server auth and
 //!   sandbox isolation.
 //! - `soak`: 2,000 sequential calls and 50 concurrent sessions.
+//! - `snapshots`: snapshots and forks, addressed by id in both worlds.
 //! - `stateless`: the stateless component, a fresh instance per call: state
 //!   as the sandbox id, no sandbox left behind.
 //! - `wassette`: the stateless component in the real wassette 0.8.
@@ -25,6 +26,7 @@ mod matrix;
 mod parity;
 mod security;
 mod shutdown;
+mod snapshots;
 mod soak;
 mod stateless;
 mod tools;

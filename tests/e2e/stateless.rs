@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::harness::{env_for, server, server_scaled};
 
 /// The stateless world's tools, in WIT order.
-pub const TOOLS: [&str; 9] = [
+pub const TOOLS: [&str; 11] = [
     "e2b-run-code",
     "e2b-run-command",
     "e2b-write-file",
@@ -21,6 +21,8 @@ pub const TOOLS: [&str; 9] = [
     "e2b-start-background-command",
     "e2b-get-background-output",
     "e2b-stop-background-command",
+    "e2b-create-snapshot",
+    "e2b-fork-sandbox",
     "e2b-close-sandbox",
 ];
 
@@ -52,7 +54,7 @@ fn ok(result: Value) -> Value {
 }
 
 #[test]
-fn the_component_exports_exactly_the_nine_tools_with_flat_parameters() {
+fn the_component_exports_exactly_its_eleven_tools_with_flat_parameters() {
     let names: Vec<&str> = runtime().tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, TOOLS);
     for tool in runtime().tools() {
