@@ -83,7 +83,7 @@ impl StatelessTools {
                     "sandbox_id",
                     serde_json::json!({
                         "type": "string",
-                        "description": "The sandbox_id of an earlier result, to work in that sandbox (its files, variables and processes); omit it to create a sandbox."
+                        "description": "The sandbox_id of an earlier result (or of a fork), to work in that sandbox (its files, variables and processes); omit it to create a sandbox, or pass a snapshot_id to create one from that snapshot."
                     }),
                 );
                 tool.input_schema = Arc::new(input);
