@@ -16,20 +16,21 @@ opt-in background-process tools, without the E2B SDK::
 """
 
 from ._cache import CACHE_ENV, default_cache_dir
+from ._core import InstanceError, ToolError
+from ._events import KINDS as EVENT_KINDS
+from ._events import Event, Subscription
 from ._host import (
     DEFAULT_MEMORY_LIMIT,
     BackgroundProcess,
     CommandOutput,
     DirEntry,
     E2BTools,
-    InstanceError,
     NetworkRules,
     OutputOffsets,
     ProcessOutput,
     RichResult,
     RunCodeOutput,
     StoppedProcess,
-    ToolError,
     ToolHints,
     ToolsComponent,
     ToolSpec,
@@ -50,6 +51,8 @@ __all__ = [
     "CommandOutput",
     "DirEntry",
     "E2BTools",
+    "EVENT_KINDS",
+    "Event",
     "InstanceError",
     "NetworkRules",
     "OutboundPolicy",
@@ -59,6 +62,7 @@ __all__ = [
     "RichResult",
     "RunCodeOutput",
     "StoppedProcess",
+    "Subscription",
     "ToolError",
     "ToolHints",
     "ToolSpec",
