@@ -13,8 +13,8 @@
 //! Delivery never holds a call up: each subscriber has a bounded queue
 //! ([`QUEUE_CAPACITY`]) drained by a thread of its own, so a subscriber that
 //! panics or blocks loses events (counted by [`Subscription::dropped`])
-//! and nothing else. The audit trail (`crate::audit`) is the one subscriber
-//! run inline, because it only writes `tracing` events.
+//! and nothing else. The audit trail is the one subscriber run inline,
+//! because it only writes `tracing` events.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
@@ -234,7 +234,7 @@ impl Subscribers {
     }
 
     /// Queues `event` for each subscriber, never waiting.
-    fn publish(&self, event: &Event) {
+    pub(crate) fn publish(&self, event: &Event) {
         let queues = self.queues.read().unwrap_or_else(|e| e.into_inner());
         for queue in queues.iter() {
             match queue.sender.try_send(event.clone()) {
@@ -250,36 +250,6 @@ impl Subscribers {
                 }
             }
         }
-    }
-}
-
-/// Where a session's events go: the audit trail, its own subscribers and
-/// its runtime's.
-#[derive(Clone)]
-pub(crate) struct Emitter {
-    pub(crate) session: u64,
-    pub(crate) own: Arc<Subscribers>,
-    runtime: Arc<Subscribers>,
-}
-
-impl Emitter {
-    pub(crate) fn new(session: u64, runtime: Arc<Subscribers>) -> Self {
-        Self {
-            session,
-            own: Arc::default(),
-            runtime,
-        }
-    }
-
-    /// A new event of this session.
-    pub(crate) fn event(&self, kind: EventKind) -> Event {
-        Event::new(kind, self.session)
-    }
-
-    pub(crate) fn emit(&self, event: Event) {
-        crate::audit::record(&event);
-        self.own.publish(&event);
-        self.runtime.publish(&event);
     }
 }
 

@@ -77,6 +77,7 @@ mod audit;
 pub mod bindings;
 mod clock;
 mod config;
+mod emitter;
 mod error;
 pub mod events;
 mod limits;

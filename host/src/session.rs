@@ -7,8 +7,9 @@ use crate::bindings::{
 };
 use crate::clock::{ClockMode, SessionClock};
 use crate::config::SandboxConfig;
+use crate::emitter::Emitter;
 use crate::error::{OptionsError, SessionError, WasmError};
-use crate::events::{Emitter, EventKind, Subscriber, Subscription};
+use crate::events::{EventKind, Subscriber, Subscription};
 use crate::limits::MemoryLimiter;
 use crate::outbound::OutboundHooks;
 use crate::policy::{OutboundPolicy, PolicyError};

@@ -12,8 +12,9 @@ use e2b_wire::host_guest;
 use serde_json::Value;
 use wasmtime::component::{types::ComponentItem, InstancePre, Type, Val};
 
+use crate::emitter::Emitter;
 use crate::error::{SessionError, WasmError};
-use crate::events::{Emitter, EventKind, Subscriber, Subscribers, Subscription};
+use crate::events::{EventKind, Subscriber, Subscribers, Subscription};
 use crate::loader::{self, ComponentSource, RuntimeError, RuntimeOptions};
 use crate::outbound::OutboundClient;
 use crate::policy::OutboundPolicy;

@@ -59,7 +59,9 @@ async fn events_arrive_in_order_with_their_fields_and_bad_subscribers_break_noth
     let (_never, stuck) = channel::<()>();
     let stuck = Mutex::new(stuck);
     let blocks = s
-        .subscribe(move |_: &Event| drop(stuck.lock().unwrap().recv()))
+        .subscribe(move |_: &Event| {
+            let _ = stuck.lock().unwrap().recv();
+        })
         .unwrap();
 
     let secret = "marker-in-arguments-7731";
@@ -178,9 +180,12 @@ async fn dropping_the_runtime_waits_until_its_dropped_sessions_sandboxes_are_kil
     assert_eq!(server.stats().live_sandboxes, 0);
 }
 
-/// The spans the test's thread opened: name and recorded fields.
+/// A span's name and its recorded fields (the first is `#id`).
+type SpanRecord = (String, Vec<(String, String)>);
+
+/// The spans the test's thread opened.
 #[derive(Default, Clone)]
-struct Spans(Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>);
+struct Spans(Arc<Mutex<Vec<SpanRecord>>>);
 
 struct FieldText<'a>(&'a mut Vec<(String, String)>);
 
