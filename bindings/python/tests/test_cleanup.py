@@ -45,6 +45,22 @@ def test_a_script_that_never_closes_leaves_no_sandbox(server, script):
     assert set(sandboxes()) <= set(before)
 
 
+def test_an_instance_collected_without_close_has_its_sandbox_killed(component):
+    import gc
+
+    e2b = component.instantiate()
+    assert e2b.call_tool("run_command", {"command": "true"})["success"]
+    sandbox = e2b.sandbox_id()
+    seen = []
+    e2b.subscribe(seen.append)
+    del e2b
+    gc.collect()
+    # Killed while this process goes on, not only at its exit.
+    assert sandbox not in poll(sandboxes, lambda now: sandbox not in now, seconds=15)
+    poll(lambda: seen, lambda s: s)
+    assert [(e.kind, e.detail, e.success) for e in seen] == [("sandbox_stop", "dropped", True)]
+
+
 def sigterm_mid_call(extra: str = "") -> subprocess.Popen:
     script = textwrap.dedent(
         f"""
