@@ -177,7 +177,17 @@ describe('no sandbox outlives its process', LIMIT, () => {
   it("a SIGTERM listener of the script's own keeps control", async () => {
     let id;
     const { exited } = script(
-      longCall("process.on('SIGTERM', () => { console.log('own listener'); process.exit(7); });"),
+      // It looks at its sandbox first and exits a little later: until then
+      // the signal is its own, and the sandbox still there.
+      longCall(`process.on('SIGTERM', async () => {
+        console.log('own listener');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const live = await (await fetch(process.env.E2B_API_URL + '/sandboxes', {
+          headers: { 'X-API-Key': process.env.E2B_API_KEY },
+        })).json();
+        console.log('sandboxes', live.map((s) => s.sandboxID).join(','));
+        process.exit(7);
+      });`),
       {
         onLine: (line, child) => {
           if (!line.startsWith('ready ')) return;
@@ -189,6 +199,7 @@ describe('no sandbox outlives its process', LIMIT, () => {
     const { code, stdout, stderr } = await exited;
     assert.equal(code, 7, `${stdout} ${stderr}`);
     assert.match(stdout, /own listener/);
+    assert.match(stdout, new RegExp(`sandboxes .*${id}`), 'killed before the application exited');
     assert.ok(!(await liveSandboxes()).includes(id), `${id} is still running`);
   });
 });
