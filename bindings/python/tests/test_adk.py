@@ -19,7 +19,7 @@ from pydantic import Field
 
 import e2b_tools.adk
 
-from conftest import SIX, sandboxes
+from conftest import SIX, Ticker, sandboxes
 
 # What the scripted model calls, in order: state across calls, a file
 # written then read, a command, and a background server fetched from.
@@ -168,24 +168,17 @@ def test_concurrent_tool_calls_are_serialized_without_blocking_the_loop(server):
     async def main() -> None:
         plugin = e2b_tools.adk.E2BPlugin()
         run_code = plugin.get_tools()[0]
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.05)
-                ticks += 1
-
-        clock = asyncio.ensure_future(ticker())
+        ticker = Ticker(0.05)
+        ticker.start()
         calls = [
             run_code.run_async(args={"code": f"import time\ntime.sleep(0.3)\nprint({n})"}, tool_context=None)
             for n in range(4)
         ]
         results = await asyncio.gather(*calls)
-        clock.cancel()
+        ticker.stop()
         assert [r["stdout"] for r in results] == ["0\n", "1\n", "2\n", "3\n"]
         # About 1.2 s of sandbox work ran while the event loop kept ticking.
-        assert ticks >= 10, ticks
+        assert ticker.ticks >= 10, ticker.ticks
         await plugin.close()
 
     asyncio.run(main())

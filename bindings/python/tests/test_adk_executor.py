@@ -23,7 +23,7 @@ from pydantic import Field
 import e2b_tools
 from e2b_tools.adk import E2BCodeExecutor, E2BPlugin
 
-from conftest import sandboxes
+from conftest import Ticker, sandboxes
 
 CSV = b"v\n1\n2\n3\n"
 
@@ -84,19 +84,13 @@ def test_an_llm_agent_runs_code_blocks_in_one_sandbox_with_files_in_and_out(serv
     async def main() -> None:
         before = sandboxes()
         executor = E2BCodeExecutor(optimize_data_file=True, on_event=events.append)
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.02)
-                ticks += 1
-
-        clock = asyncio.ensure_future(ticker())
+        ticker = Ticker(0.02)
+        ticker.start()
         started = time.monotonic()
         model, runner, session = await run_agent(executor, [executor.plugin])
         elapsed = time.monotonic() - started
-        clock.cancel()
+        ticker.stop()
+        ticks = ticker.ticks
 
         # The first block set x; the second read it, and the CSV.
         shown = "\n".join(model.outputs)
@@ -140,7 +134,9 @@ def test_the_executor_shares_the_plugin_s_sandbox(server):
         plugin = E2BPlugin()
         executor = E2BCodeExecutor(plugin=plugin)
         write_file = next(t for t in plugin.get_tools() if t.name == "write_file")
-        written = await write_file.run_async(args={"path": "shared.txt", "content": "from the plugin"}, tool_context=None)
+        written = await write_file.run_async(
+            args={"path": "shared.txt", "content": "from the plugin"}, tool_context=None
+        )
         assert written["success"], written
         context = type("Context", (), {"session": type("S", (), {"id": "s1"})(), "invocation_id": "i1"})()
         result = await asyncio.to_thread(
@@ -170,6 +166,8 @@ def test_binary_and_bad_input_files_and_failing_code(server):
     failing = executor.execute_code(context, CodeExecutionInput(code="1 / 0", execution_id="e1"))
     assert "ZeroDivisionError" in failing.stderr and failing.exit_code == 1, failing
     # Another execution id is another sandbox; the first one's state is not there.
-    other = executor.execute_code(context, CodeExecutionInput(code="print(open('blob.bin','rb') and 1)", execution_id="e2"))
+    other = executor.execute_code(
+        context, CodeExecutionInput(code="print(open('blob.bin','rb') and 1)", execution_id="e2")
+    )
     assert "FileNotFoundError" in other.stderr, other
     executor.close()
