@@ -183,9 +183,9 @@ async fn dropping_the_runtime_waits_until_its_dropped_sessions_sandboxes_are_kil
 /// A span's name and its recorded fields (the first is `#id`).
 type SpanRecord = (String, Vec<(String, String)>);
 
-/// The spans the test's thread opened.
+/// The spans the test's thread opened, and the audit trail's messages.
 #[derive(Default, Clone)]
-struct Spans(Arc<Mutex<Vec<SpanRecord>>>);
+struct Spans(Arc<Mutex<Vec<SpanRecord>>>, Arc<Mutex<Vec<String>>>);
 
 struct FieldText<'a>(&'a mut Vec<(String, String)>);
 
@@ -215,6 +215,15 @@ where
         self.0.lock().unwrap().push((name, fields));
     }
 
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if event.metadata().target() == e2b_tools_host::AUDIT_TARGET {
+            let mut fields = Vec::new();
+            event.record(&mut FieldText(&mut fields));
+            let message = fields.into_iter().find(|(name, _)| name == "message");
+            self.1.lock().unwrap().extend(message.map(|(_, text)| text));
+        }
+    }
+
     fn on_record(
         &self,
         id: &tracing::span::Id,
@@ -230,7 +239,7 @@ where
 }
 
 #[tokio::test]
-async fn every_call_runs_in_an_execute_tool_span_with_its_outcome() {
+async fn every_call_runs_in_an_execute_tool_span_and_the_audit_trail_follows_the_events() {
     use tracing_subscriber::layer::SubscriberExt;
     let spans = Spans::default();
     let subscriber = tracing_subscriber::registry().with(spans.clone());
@@ -244,6 +253,19 @@ async fn every_call_runs_in_an_execute_tool_span_with_its_outcome() {
     let sandbox = s.sandbox_id().await.unwrap().unwrap();
     s.shutdown().await.unwrap();
 
+    let audit = spans.1.lock().unwrap().clone();
+    assert_eq!(
+        audit,
+        [
+            "session opened",
+            "tool call started",
+            "sandbox created",
+            "tool call finished",
+            "tool call started",
+            "tool call finished",
+            "sandbox shut down",
+        ]
+    );
     let spans = spans.0.lock().unwrap().clone();
     let calls: Vec<_> = spans
         .iter()
