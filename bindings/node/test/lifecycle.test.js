@@ -156,23 +156,25 @@ describe('no sandbox outlives its process', LIMIT, () => {
     console.log('the call returned');
   `;
 
-  it('SIGTERM mid-call kills the sandbox and still ends the process', async () => {
-    let id;
-    const { exited } = script(longCall(), {
-      onLine: (line, child) => {
-        if (!line.startsWith('ready ')) return;
-        id = line.split(' ')[1];
-        setTimeout(() => child.kill('SIGTERM'), 1000);
-      },
+  for (const signal of ['SIGTERM', 'SIGINT']) {
+    it(`${signal} mid-call kills the sandbox and still ends the process`, async () => {
+      let id;
+      const { exited } = script(longCall(), {
+        onLine: (line, child) => {
+          if (!line.startsWith('ready ')) return;
+          id = line.split(' ')[1];
+          setTimeout(() => child.kill(signal), 1000);
+        },
+      });
+      const started = Date.now();
+      const { code, signal: ended, stdout, stderr } = await exited;
+      assert.equal(ended, signal, `code ${code}: ${stdout} ${stderr}`);
+      assert.ok(Date.now() - started < 20_000);
+      assert.ok(!stdout.includes('the call returned'));
+      assert.ok(id);
+      assert.ok(!(await liveSandboxes()).includes(id), `${id} is still running`);
     });
-    const started = Date.now();
-    const { code, signal, stdout, stderr } = await exited;
-    assert.equal(signal, 'SIGTERM', `code ${code}: ${stdout} ${stderr}`);
-    assert.ok(Date.now() - started < 20_000);
-    assert.ok(!stdout.includes('the call returned'));
-    assert.ok(id);
-    assert.ok(!(await liveSandboxes()).includes(id), `${id} is still running`);
-  });
+  }
 
   it("a SIGTERM listener of the script's own keeps control", async () => {
     let id;
