@@ -77,8 +77,9 @@ class Core:
         #: One caller's sequence of calls (a tool call, then ``sandbox-id``).
         self.lock = threading.RLock()
         #: The one component call in flight (a call may run on a helper
-        #: thread, see ``_reaper.run_interruptibly``).
+        #: thread, see ``_reaper.Helper``).
         self.running = threading.Lock()
+        self.helper = _reaper.Helper()
         self.funcs: Dict[Tuple[str, str], Func] = {}
         self.broken: Optional[str] = None
         self.closed = False
@@ -105,7 +106,9 @@ class Core:
             self.funcs[key] = func
         return self.funcs[key]
 
-    def call(self, interface: str, name: str, *args: Any) -> Any:
+    def call(self, interface: str, name: str, *args: Any, quick: bool = False) -> Any:
+        """One component call; ``quick`` ones (no request to E2B) run on
+        the calling thread even where others run on the helper."""
         with self.lock:
             if self.closed:
                 raise InstanceError("this instance is closed")
@@ -118,7 +121,7 @@ class Core:
                     return func(self.store, *args)
 
             try:
-                return _reaper.run_interruptibly(run)
+                return run() if quick else self.helper.run(run)
             except wasmtime.WasmtimeError as err:
                 # Arguments are checked before the call, so this is a trap.
                 self.broken = str(err).splitlines()[0] if str(err) else type(err).__name__
@@ -168,7 +171,7 @@ class Core:
     def observe(self) -> None:
         """Reads the component's sandbox; tells of its start or loss."""
         try:
-            current = self.call("lifecycle", "sandbox-id")
+            current = self.call("lifecycle", "sandbox-id", quick=True)
         except InstanceError:
             return
         if current == self.sandbox_id:
@@ -205,6 +208,7 @@ class Core:
     def reap(self, reason: str) -> None:
         """Kills the sandbox this instance created, if it has one (bounded;
         see ``_reaper``). Never raises."""
+        self.helper.stop()
         sandbox = self.sandbox_id
         if sandbox is None or sandbox == self.attached or self.pauses or self.broken or self.closed:
             return

@@ -442,6 +442,7 @@ class E2BTools:
                 core.shutdown()
         finally:
             core.closed = True
+            core.helper.stop()
             self._finalizer.detach()
             _reaper.untrack(core)
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import atexit
 import os
+import queue
 import signal
 import threading
 import time
-from typing import Any, Callable, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set
 
 #: The longest one kill may take.
 KILL_TIMEOUT = 10.0
@@ -111,27 +112,49 @@ def _chained(signum: int, previous: Any) -> Callable[[int, Any], None]:
     return handler
 
 
-def run_interruptibly(call: Callable[[], Any]) -> Any:
-    """Runs ``call`` on a daemon thread while the main thread waits, so a
-    signal handler runs at once instead of after the call (a wasm call
-    blocks the thread in native code). Elsewhere, or without handlers,
-    calls ``call`` directly."""
-    if not handlers_installed or threading.current_thread() is not threading.main_thread():
-        return call()
-    done = threading.Event()
-    outcome: List[Any] = []
-    failure: List[Optional[BaseException]] = [None]
+class Helper:
+    """The thread that runs one instance's calls made on the main thread,
+    so the main thread waits interruptibly (a wasm call blocks its thread
+    in native code, where no signal handler runs). Started on first use;
+    ended by :meth:`stop`."""
 
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except BaseException as err:  # noqa: BLE001 - handed to the caller
-            failure[0] = err
-        finally:
-            done.set()
+    def __init__(self) -> None:
+        self._jobs: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self._thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
 
-    threading.Thread(target=run, name="e2b-tools-call", daemon=True).start()
-    done.wait()
-    if failure[0] is not None:
-        raise failure[0]
-    return outcome[0]
+    def run(self, call: Callable[[], Any]) -> Any:
+        """``call()`` on the helper thread when the caller is the main
+        thread and a handler is installed; else ``call()`` directly."""
+        if not handlers_installed or threading.current_thread() is not threading.main_thread():
+            return call()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="e2b-tools-call", daemon=True)
+                self._thread.start()
+        done = threading.Event()
+        box: Dict[str, Any] = {}
+        self._jobs.put((call, done, box))
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                self._jobs.put(None)
+                self._thread = None
+
+    def _loop(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            call, done, box = job
+            try:
+                box["value"] = call()
+            except BaseException as err:  # noqa: BLE001 - handed to the caller
+                box["error"] = err
+            finally:
+                done.set()
