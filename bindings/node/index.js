@@ -360,6 +360,8 @@ export class E2BTools extends EventEmitter {
   /** A tool call with its events: exec_start, the sandbox's start or stop, exec_end. */
   #tool(tool, op, read, ...args) {
     return this.#enqueue(async () => {
+      // A closed (or dead) instance runs nothing: no events either.
+      if (this.#stopped) throw this.#stopped;
       this.#publish('exec_start', { tool, sandboxId: this.#sandbox ?? undefined });
       const started = Date.now();
       let success = false;
@@ -370,7 +372,9 @@ export class E2BTools extends EventEmitter {
         [result, success] = read(await this.#send(op, ...args));
         return result;
       } catch (err) {
-        errorKind = err instanceof ToolError ? err.kind : 'trapped';
+        // jco throws a trap as WebAssembly's RuntimeError.
+        errorKind =
+          err instanceof ToolError ? err.kind : err?.name === 'RuntimeError' ? 'trapped' : 'session';
         if (!(err instanceof ToolError)) {
           this.#publish('error', { tool, errorKind, detail: String(err?.message ?? err) });
         }

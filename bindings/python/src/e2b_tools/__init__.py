@@ -12,7 +12,12 @@ opt-in background-process tools, without the E2B SDK::
         tools = e2b.openai_chat_tools()        # or openai_responses_tools(), anthropic_tools()
         result = e2b.call_tool("run_code", '{"code": "print(6 * 7)"}')
 
-``e2b_tools.adk.E2BPlugin`` is a drop-in replacement for e2b-adk's plugin.
+``e2b_tools.adk.E2BPlugin`` is a drop-in replacement for e2b-adk's plugin,
+``e2b_tools.adk.E2BCodeExecutor`` an ADK code executor;
+``e2b_tools.langchain`` and ``e2b_tools.openai_agents`` give the tools to
+LangChain and the OpenAI Agents SDK (each an extra). ``load(on_event=...)``
+takes a callback of lifecycle events, and an instance never closed has its
+sandbox killed when the process ends.
 """
 
 from ._cache import CACHE_ENV, default_cache_dir
