@@ -428,12 +428,16 @@ class E2BTools:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        # Shut down, not closed: the instance stays usable after the block,
+        # as it always was (a later call makes a fresh sandbox).
+        core = self._core
+        if core.broken is None and not core.closed:
+            self.shutdown()
 
     def close(self) -> None:
         """Shuts the sandbox down (unless the instance trapped) and ends the
-        instance: later calls raise :class:`InstanceError`. Leaving a
-        ``with`` block calls it."""
+        instance: later calls raise :class:`InstanceError`. (Leaving a
+        ``with`` block only shuts the sandbox down.)"""
         core = self._core
         if core.closed:
             return
