@@ -471,15 +471,87 @@ export interface StoppedProcess {
   signal?: StopSignal;
 }
 
+/** The lifecycle event kinds, as every host spells them. */
+export type EventKind =
+  | 'sandbox_start'
+  | 'sandbox_stop'
+  | 'exec_start'
+  | 'exec_end'
+  | 'snapshot'
+  | 'error';
+
+/** The six kinds, in that order. */
+export const EVENT_KINDS: readonly EventKind[];
+
+/** Undelivered events an instance holds before it drops (and counts) new ones. */
+export const QUEUE_CAPACITY: number;
+
+/**
+ * One lifecycle event. Argument values are never in it; `detail` comes from
+ * the component, which redacts secrets from all it returns.
+ */
+export interface E2BEvent {
+  kind: EventKind;
+  /** `Date.now()` when it happened. */
+  time: number;
+  /** The tool, for `exec_*` and `snapshot`. */
+  tool?: string;
+  /** The instance's sandbox, when it has one. */
+  sandboxId?: string;
+  /** Milliseconds the call took (`exec_end`), or the instance had the sandbox (`sandbox_stop`). */
+  duration?: number;
+  /** Whether the call succeeded (`exec_end`), or the sandbox was killed (`sandbox_stop`). */
+  success?: boolean;
+  /** The failure's kind (`not-found`, `timeout`, …, or `trapped`). */
+  errorKind?: string;
+  /**
+   * `sandbox_start`: `created` or `resumed`; `sandbox_stop`: `shutdown` or
+   * `gone`; `snapshot`: the snapshot id; `error`: what failed.
+   */
+  detail?: string;
+}
+
 /**
  * One instance of the component, on its own worker thread; it owns at most
  * one sandbox, created by the first tool call. Every method returns a
  * promise, and calls on one instance run one at a time, in the order they
  * were made. Typed calls reject with a {@link ToolError} when the tool
  * fails, and with a `TypeError` for arguments of the wrong type.
+ *
+ * It is an `EventEmitter` of lifecycle events: listen to a kind
+ * (`e2b.on('exec_end', …)`) or to all (`e2b.on('event', …)`). Listeners
+ * run on a later tick, from a bounded queue, each guarded: one that throws
+ * or returns a rejected promise loses that event (counted in
+ * {@link E2BTools.droppedEvents}, one process warning) and never breaks
+ * or delays a call. `error` events go only to `error` listeners there are.
+ *
+ * An instance never closed has its sandbox killed when the process exits
+ * (its end, `process.exit()`, or SIGTERM, SIGINT and SIGHUP when the
+ * application has no listener of its own for them; the signal then still
+ * ends the process).
  */
 export class E2BTools {
   private constructor();
+
+  /** Events lost over all listeners. */
+  readonly droppedEvents: number;
+
+  // The EventEmitter methods (the class extends node:events' EventEmitter;
+  // declared here so that no @types/node is needed).
+  /** Adds a listener of one event kind, or of all (`'event'`). */
+  on(name: EventKind | 'event', listener: (event: E2BEvent) => unknown): this;
+  /** {@link E2BTools.on}, for the next event only. */
+  once(name: EventKind | 'event', listener: (event: E2BEvent) => unknown): this;
+  /** Removes a listener. */
+  off(name: EventKind | 'event', listener: (event: E2BEvent) => unknown): this;
+  /** {@link E2BTools.on}. */
+  addListener(name: EventKind | 'event', listener: (event: E2BEvent) => unknown): this;
+  /** {@link E2BTools.off}. */
+  removeListener(name: EventKind | 'event', listener: (event: E2BEvent) => unknown): this;
+  /** Removes every listener (of one name). */
+  removeAllListeners(name?: EventKind | 'event'): this;
+  /** How many listeners a name has. */
+  listenerCount(name: EventKind | 'event'): number;
 
   /**
    * Sets the instance's options. Call it before the first tool call: with

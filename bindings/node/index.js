@@ -2,13 +2,18 @@
 // (transpiled by jco) behind an async API. Each instance runs on a worker
 // thread of its own (worker.js), so a tool call never blocks the event loop;
 // calls on one instance run one at a time, in order, as the Rust host runs
-// them. Types and documentation: index.d.ts.
+// them. Each instance is an EventEmitter of lifecycle events, and the
+// sandbox of one never closed is killed when the process ends
+// (lifecycle.js). Types and documentation: index.d.ts.
 
+import { EventEmitter } from 'node:events';
 import { readFile, readdir } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
+import { EventQueue, setCoreModules, track, untrack, workerExecArgv } from './lifecycle.js';
 import { OutboundPolicy, policyFor, rulesOf } from './policy.js';
 
 export { DEFAULT_DOMAIN, OutboundPolicy, PolicyError } from './policy.js';
+export { EVENT_KINDS, QUEUE_CAPACITY } from './lifecycle.js';
 
 const GENERATED_DIR = new URL('./generated/', import.meta.url);
 
@@ -211,8 +216,11 @@ function toolSpec(spec) {
   };
 }
 
+/** A typed call's answer: a value returned is a success. */
+const TYPED = (value) => [value, true];
+
 /** One instance of the component: it owns at most one sandbox. */
-export class E2BTools {
+export class E2BTools extends EventEmitter {
   #worker;
   /** The last queued call; the next one starts when it has settled. */
   #tail = Promise.resolve();
@@ -228,9 +236,23 @@ export class E2BTools {
   #policy;
   /** Whether the host gave it (then `configure` leaves it alone). */
   #explicitPolicy;
+  /** The sandbox the component reported after the last call, and since when. */
+  #sandbox = null;
+  #since;
+  /** The sandbox `configure({sandboxId})` attached to: not ours to kill. */
+  #attached;
+  /** `onTimeout: 'pause'`: the sandbox is left to pause, not killed. */
+  #pauses = false;
+  /** The connection options, for a reaper attaching to the sandbox. */
+  #connection = {};
+  #events;
+  #dropped = 0;
+  #warned = false;
 
   /** Use `loadE2BTools()`. */
   constructor(worker, env, policy, explicitPolicy) {
+    super();
+    this.#events = new EventQueue(this, (event, why) => this.#drop(event, why));
     this.#worker = worker;
     this.#env = env;
     this.#policy = policy;
@@ -243,9 +265,59 @@ export class E2BTools {
       this.#stop(new Error(`the e2b-tools worker exited (code ${code})`)),
     );
     worker.unref();
+    track(this, () =>
+      this.#sandbox && this.#sandbox !== this.#attached && !this.#pauses && !this.#stopped
+        ? {
+            sandboxId: this.#sandbox,
+            env: this.#env,
+            rules: rulesOf(this.#policy),
+            config: witConfig(this.#connection),
+          }
+        : null,
+    );
   }
 
-  #answer({ value, toolError, error }) {
+  /** Events lost over all listeners (the queue was full, or a listener threw). */
+  get droppedEvents() {
+    return this.#dropped;
+  }
+
+  #drop(event, why) {
+    this.#dropped += 1;
+    if (!this.#warned) {
+      this.#warned = true;
+      process.emitWarning(
+        `an e2b-tools event listener lost a ${event.kind} event: ${why?.message ?? why}`,
+        'E2BToolsEventWarning',
+      );
+    }
+  }
+
+  #publish(kind, fields = {}) {
+    this.#events.push({ kind, time: Date.now(), ...fields });
+  }
+
+  /** Follows the component's sandbox; tells of its start or loss. */
+  #observe(sandboxId) {
+    if (sandboxId === undefined || sandboxId === this.#sandbox) return;
+    if (this.#sandbox) this.#stopped_('gone', false);
+    if (sandboxId) {
+      const detail = sandboxId === this.#attached ? 'resumed' : 'created';
+      this.#publish('sandbox_start', { sandboxId, detail });
+      this.#since = Date.now();
+    }
+    this.#sandbox = sandboxId;
+  }
+
+  #stopped_(detail, killed) {
+    const duration = this.#since === undefined ? undefined : Date.now() - this.#since;
+    this.#publish('sandbox_stop', { sandboxId: this.#sandbox, detail, success: killed, duration });
+    this.#sandbox = null;
+    this.#since = undefined;
+  }
+
+  #answer({ value, toolError, error, sandboxId }) {
+    this.#lastSandbox = sandboxId;
     const current = this.#current;
     this.#current = undefined;
     if (toolError) current?.reject(new ToolError(toolError));
@@ -278,8 +350,50 @@ export class E2BTools {
     });
   }
 
+  /** The sandbox the last answer reported. */
+  #lastSandbox;
+
   #call(op, ...args) {
     return this.#enqueue(() => this.#send(op, ...args));
+  }
+
+  /** A tool call with its events: exec_start, the sandbox's start or stop, exec_end. */
+  #tool(tool, op, read, ...args) {
+    return this.#enqueue(async () => {
+      // A closed (or dead) instance runs nothing: no events either.
+      if (this.#stopped) throw this.#stopped;
+      this.#publish('exec_start', { tool, sandboxId: this.#sandbox ?? undefined });
+      const started = Date.now();
+      let success = false;
+      let errorKind;
+      this.#lastSandbox = undefined;
+      let result;
+      try {
+        [result, success] = read(await this.#send(op, ...args));
+        return result;
+      } catch (err) {
+        // jco throws a trap as WebAssembly's RuntimeError.
+        errorKind =
+          err instanceof ToolError ? err.kind : err?.name === 'RuntimeError' ? 'trapped' : 'session';
+        if (!(err instanceof ToolError)) {
+          this.#publish('error', { tool, errorKind, detail: String(err?.message ?? err) });
+        }
+        throw err;
+      } finally {
+        this.#observe(this.#lastSandbox);
+        this.#publish('exec_end', {
+          tool,
+          sandboxId: this.#sandbox ?? undefined,
+          duration: Date.now() - started,
+          success,
+          errorKind,
+        });
+        if (tool === 'create_snapshot' && success) {
+          const detail = String(result?.snapshot_id ?? '');
+          this.#publish('snapshot', { tool, sandboxId: this.#sandbox ?? undefined, detail });
+        }
+      }
+    });
   }
 
   get policy() {
@@ -292,6 +406,14 @@ export class E2BTools {
     const next = this.#explicitPolicy ? null : policyFor(wit, this.#env);
     await this.#call('configure', wit, next && rulesOf(next));
     if (next) this.#policy = next;
+    this.#attached = wit.sandboxId;
+    this.#pauses = wit.onTimeout === 'pause';
+    const { apiKey, domain, apiUrl, sandboxUrl, requestTimeoutMs } = wit;
+    this.#connection = Object.fromEntries(
+      Object.entries({ apiKey, domain, apiUrl, sandboxUrl, requestTimeoutMs }).filter(
+        ([, v]) => v !== undefined,
+      ),
+    );
   }
 
   sandboxId() {
@@ -299,16 +421,34 @@ export class E2BTools {
   }
 
   shutdown() {
-    return this.#call('shutdown');
+    return this.#enqueue(() => this.#shutdown());
+  }
+
+  async #shutdown() {
+    let killed;
+    try {
+      killed = await this.#send('shutdown');
+    } catch (err) {
+      this.#publish('error', {
+        sandboxId: this.#sandbox ?? undefined,
+        errorKind: err instanceof ToolError ? err.kind : 'session',
+        detail: `sandbox shutdown failed: ${err?.message ?? err}`,
+      });
+      throw err;
+    }
+    if (this.#sandbox) this.#stopped_('shutdown', killed);
+    this.#attached = undefined;
+    return killed;
   }
 
   close() {
     return this.#enqueue(async () => {
       if (this.#stopped) return false;
       try {
-        return await this.#send('shutdown');
+        return await this.#shutdown();
       } finally {
         this.#stop(new Error('this E2BTools instance is closed'));
+        untrack(this);
         await this.#worker.terminate();
       }
     });
@@ -351,7 +491,17 @@ export class E2BTools {
 
   async callTool(name, args) {
     const json = argumentsJson(args);
-    return JSON.parse(await this.#call('callTool', text('callTool name', name), json));
+    const tool = text('callTool name', name);
+    return this.#tool(
+      tool,
+      'callTool',
+      (raw) => {
+        const result = JSON.parse(raw);
+        return [result, result?.success === true];
+      },
+      tool,
+      json,
+    );
   }
 
   async runCode(args) {
@@ -361,7 +511,7 @@ export class E2BTools {
       'envs',
       'timeoutSeconds',
     ]);
-    return this.#call('runCode', {
+    return this.#tool('run_code', 'runCode', TYPED, {
       code: text('code', code),
       language: optText('language', language),
       envs: pairs('envs', envs),
@@ -376,7 +526,7 @@ export class E2BTools {
       'envs',
       'timeoutSeconds',
     ]);
-    return this.#call('runCommand', {
+    return this.#tool('run_command', 'runCommand', TYPED, {
       command: text('command', command),
       cwd: optText('cwd', cwd),
       envs: pairs('envs', envs),
@@ -385,15 +535,15 @@ export class E2BTools {
   }
 
   async writeFile(path, content) {
-    await this.#call('writeFile', text('path', path), text('content', content));
+    await this.#tool('write_file', 'writeFile', TYPED, text('path', path), text('content', content));
   }
 
   async readFile(path) {
-    return this.#call('readFile', text('path', path));
+    return this.#tool('read_file', 'readFile', TYPED, text('path', path));
   }
 
   async listFiles(path) {
-    return this.#call('listFiles', optText('path', path));
+    return this.#tool('list_files', 'listFiles', TYPED, optText('path', path));
   }
 
   async startBackgroundCommand(args) {
@@ -402,7 +552,7 @@ export class E2BTools {
       args,
       ['command', 'port', 'cwd', 'envs', 'timeoutSeconds'],
     );
-    return this.#call('startBackgroundCommand', {
+    return this.#tool('start_background_command', 'startBackgroundCommand', TYPED, {
       command: text('command', command),
       port: optU16('port', port),
       cwd: optText('cwd', cwd),
@@ -419,7 +569,7 @@ export class E2BTools {
             stdout: offset('since.stdout', object('since', since).stdout),
             stderr: offset('since.stderr', since.stderr),
           };
-    const output = await this.#call('getBackgroundOutput', u32('pid', pid), offsets);
+    const output = await this.#tool('get_background_output', 'getBackgroundOutput', TYPED, u32('pid', pid), offsets);
     // The output kept per stream is capped (64 MiB): offsets fit a number.
     const { stdout, stderr } = output.nextSince;
     return { ...output, nextSince: { stdout: Number(stdout), stderr: Number(stderr) } };
@@ -428,7 +578,7 @@ export class E2BTools {
   async stopBackgroundCommand(pid, signal) {
     const name =
       signal == null ? undefined : oneOf('signal', text('signal', signal).toLowerCase(), SIGNALS);
-    return this.#call('stopBackgroundCommand', u32('pid', pid), name);
+    return this.#tool('stop_background_command', 'stopBackgroundCommand', TYPED, u32('pid', pid), name);
   }
 }
 
@@ -441,7 +591,9 @@ function compileCoreModules() {
     const compiled = await Promise.all(
       wasm.map(async (name) => WebAssembly.compile(await readFile(new URL(name, GENERATED_DIR)))),
     );
-    return Object.fromEntries(wasm.map((name, i) => [name, compiled[i]]));
+    const modules = Object.fromEntries(wasm.map((name, i) => [name, compiled[i]]));
+    setCoreModules(modules);
+    return modules;
   });
   return coreModules;
 }
@@ -458,6 +610,7 @@ export async function loadE2BTools(options = {}) {
     workerData: { env: picked, rules: rulesOf(initial), coreModules: await compileCoreModules() },
     // The worker's own process.env is the same few variables.
     env: picked,
+    execArgv: workerExecArgv(),
   });
   await new Promise((resolve, reject) => {
     const failed = (err) =>

@@ -4,14 +4,20 @@
 //
 // The worker answers one request at a time, in the order they arrive: a
 // request is `{op, args}`, an answer `{value}`, `{toolError}` (a failed
-// typed call's tool-error) or `{error}` (a trap or a bug).
+// typed call's tool-error) or `{error}` (a trap or a bug), each with the
+// component's `sandboxId` after the call (the main thread's events and its
+// exit cleanup follow it).
+//
+// Started with `workerData.reap`, it is a reaper instead: it attaches to
+// that sandbox, shuts it down and says so through a SharedArrayBuffer, for
+// a main thread that waits synchronously (in process.on('exit')).
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { WASIShim } from '@bytecodealliance/preview2-shim/instantiation';
 import { instantiate } from './generated/e2b_tools.js';
 import { OutboundPolicy } from './policy.js';
 
-const { env, rules, coreModules } = workerData;
+const { env, rules, coreModules, reap } = workerData;
 /** The allow-list; `configure` replaces it unless the host fixed it. */
 let policy = new OutboundPolicy(rules);
 
@@ -60,13 +66,37 @@ const ops = {
   stopBackgroundCommand: (pid, signal) => component.tools.stopBackgroundCommand(pid, signal),
 };
 
+/** The sandbox the component holds now (undefined if it cannot say). */
+function currentSandbox() {
+  try {
+    return component.lifecycle.sandboxId() ?? null;
+  } catch {
+    return undefined;
+  }
+}
+
+if (reap) {
+  // A listing connects to the sandbox; the shutdown then kills it.
+  const done = new Int32Array(reap.flag);
+  try {
+    component.lifecycle.configure({ ...reap.config, sandboxId: reap.sandboxId });
+    component.catalog.callTool('list_files', '{"path": "/"}');
+    Atomics.store(done, 0, component.lifecycle.shutdown() ? 1 : 2);
+  } catch {
+    Atomics.store(done, 0, 3);
+  }
+  Atomics.notify(done, 0);
+  process.exit(0);
+}
+
 parentPort.on('message', ({ op, args }) => {
   try {
-    parentPort.postMessage({ value: ops[op](...args) });
+    const value = ops[op](...args);
+    parentPort.postMessage({ value, sandboxId: currentSandbox() });
   } catch (err) {
     // jco throws a typed export's `err` as a ComponentError with `payload`.
     if (err?.payload && typeof err.payload === 'object' && 'kind' in err.payload) {
-      parentPort.postMessage({ toolError: { ...err.payload } });
+      parentPort.postMessage({ toolError: { ...err.payload }, sandboxId: currentSandbox() });
     } else {
       parentPort.postMessage({
         error: { name: err?.name ?? 'Error', message: String(err?.message ?? err) },

@@ -77,13 +77,16 @@ mod audit;
 pub mod bindings;
 mod clock;
 mod config;
+mod emitter;
 mod error;
+pub mod events;
 mod limits;
 mod loader;
 mod outbound;
 mod policy;
 pub mod progress;
 mod proxy;
+mod reaper;
 mod results;
 mod runtime;
 mod session;
@@ -101,6 +104,7 @@ pub use bindings::{NetworkRules, OnTimeout, VolumeMount};
 pub use clock::ClockMode;
 pub use config::SandboxConfig;
 pub use error::{OptionsError, SessionError, WasmError};
+pub use events::{Event, EventKind, Subscriber, Subscription};
 pub use loader::{
     CompileCache, ComponentSource, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
     EMBEDDED_STATELESS,
@@ -108,6 +112,7 @@ pub use loader::{
 pub use outbound::OutboundClient;
 pub use policy::{OutboundPolicy, PolicyError, DEFAULT_DOMAIN};
 pub use proxy::{check_proxy_url, Proxy, ProxyError};
+pub use reaper::KILL_TIMEOUT;
 pub use results::{failure_result, succeeded};
 pub use runtime::Runtime;
 pub use session::{e2b_env, Session, SessionOptions, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT};

@@ -3,15 +3,21 @@
 
 use crate::bindings::E2bToolsPre;
 use crate::error::WasmError;
+use crate::events::{Subscriber, Subscribers, Subscription};
 use crate::loader::{self, ComponentSource, RuntimeError, RuntimeOptions};
 use crate::outbound::OutboundClient;
 use crate::proxy::Proxy;
+use crate::reaper::Reaper;
 use crate::state::SessionState;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The loaded component. Cheap to clone; share one per process and open
 /// [`Session`](crate::Session)s from it.
+///
+/// Dropping its last handle waits (at most
+/// [`KILL_TIMEOUT`](crate::KILL_TIMEOUT) and a second) for the sandboxes of
+/// sessions dropped without a shutdown to be killed.
 #[derive(Clone)]
 pub struct Runtime {
     inner: Arc<RuntimeInner>,
@@ -22,6 +28,14 @@ struct RuntimeInner {
     client: OutboundClient,
     proxy: Proxy,
     load_time: Duration,
+    subscribers: Arc<Subscribers>,
+    reaper: Arc<Reaper>,
+}
+
+impl Drop for RuntimeInner {
+    fn drop(&mut self) {
+        self.reaper.runtime_dropped();
+    }
 }
 
 impl std::fmt::Debug for Runtime {
@@ -55,6 +69,8 @@ impl Runtime {
                 client: loaded.client,
                 proxy: loaded.proxy,
                 load_time,
+                subscribers: Arc::default(),
+                reaper: Reaper::new(),
             }),
         })
     }
@@ -67,6 +83,23 @@ impl Runtime {
     /// Where its sessions' connections go.
     pub fn proxy(&self) -> &Proxy {
         &self.inner.proxy
+    }
+
+    /// Registers `subscriber` for the [lifecycle events](crate::events) of
+    /// every session opened from this runtime, from now on. It runs on a
+    /// thread of its own behind a bounded queue: a subscriber that panics
+    /// or blocks loses events (counted) and never holds a call up. Fails
+    /// only when no thread can be started.
+    pub fn subscribe(&self, subscriber: impl Subscriber) -> std::io::Result<Subscription> {
+        self.inner.subscribers.subscribe(Arc::new(subscriber))
+    }
+
+    pub(crate) fn subscribers(&self) -> &Arc<Subscribers> {
+        &self.inner.subscribers
+    }
+
+    pub(crate) fn reaper(&self) -> &Arc<Reaper> {
+        &self.inner.reaper
     }
 
     pub(crate) fn pre(&self) -> &E2bToolsPre<SessionState> {

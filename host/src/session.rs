@@ -1,6 +1,5 @@
 //! [`Session`]: one component instance, owning at most one sandbox.
 
-use crate::audit;
 use crate::bindings::{
     BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, E2bTools, ForkArgs, Forks,
     OutputOffsets, ProcessOutput, RunCodeArgs, RunCodeOutput, RunCommandArgs, Snapshot, StopSignal,
@@ -8,7 +7,9 @@ use crate::bindings::{
 };
 use crate::clock::{ClockMode, SessionClock};
 use crate::config::SandboxConfig;
+use crate::emitter::Emitter;
 use crate::error::{OptionsError, SessionError, WasmError};
+use crate::events::{EventKind, Subscriber, Subscription};
 use crate::limits::MemoryLimiter;
 use crate::outbound::OutboundHooks;
 use crate::policy::{OutboundPolicy, PolicyError};
@@ -19,7 +20,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::{Mutex, MutexGuard};
+use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
+use tracing::Instrument;
 use wasmtime::{Store, StoreLimitsBuilder};
 
 /// Default cap on a session's linear memory: 256 MiB.
@@ -91,11 +93,21 @@ static NEXT_SESSION_ID: AtomicU64 = AtomicU64::new(1);
 /// One component instance (one `Store`) and the sandbox it owns.
 ///
 /// Calls are serialized: a call made while another runs waits its turn.
-/// Call [`Session::shutdown`] when done; dropping a session does not kill
-/// its sandbox (E2B kills it at its timeout).
+/// Call [`Session::shutdown`] when done. Dropping a session that still has
+/// a sandbox it created kills it, on the runtime's reaper thread, within
+/// [`KILL_TIMEOUT`](crate::KILL_TIMEOUT) (see [`Runtime`]); a sandbox it
+/// attached to (`config.sandbox_id`) is left running.
+///
+/// Each call runs in a `tracing` span `execute_tool` (OpenTelemetry's
+/// GenAI names: `gen_ai.operation.name`, `gen_ai.tool.name`, plus
+/// `e2b.session`, `e2b.sandbox_id`, `e2b.success`, `e2b.error_kind`), so an
+/// embedder's `tracing-opentelemetry` layer exports every call.
 pub struct Session {
     id: u64,
-    instance: Mutex<GuestInstance>,
+    /// `None` only once [`Drop`] has handed the instance to the reaper.
+    instance: Mutex<Option<GuestInstance>>,
+    events: Emitter,
+    reaper: Arc<crate::reaper::Reaper>,
     progress: tokio::sync::watch::Receiver<crate::progress::Progress>,
     cancel: Arc<crate::outbound::CallCancel>,
 }
@@ -120,6 +132,10 @@ struct GuestInstance {
     dead: Option<WasmError>,
     /// The CPU budget each call starts with.
     fuel_per_call: u64,
+    /// Where its events go.
+    events: Emitter,
+    /// When the host first saw the current sandbox.
+    sandbox_since: Option<Instant>,
 }
 
 impl Session {
@@ -136,7 +152,7 @@ impl Session {
             Some(policy) => policy,
             None => policy_for(config, &env)?,
         };
-        audit::session_opened(id, &policy);
+        crate::audit::session_opened(id, &policy);
         let (mut store, progress) = new_store(
             runtime.pre().engine(),
             runtime.client(),
@@ -160,19 +176,31 @@ impl Session {
             .map_err(SessionError::Configure)?;
 
         let cancel = store.data().cancel.clone();
+        let events = Emitter::new(id, runtime.subscribers().clone());
         Ok(Session {
             id,
             progress,
             cancel,
-            instance: Mutex::new(GuestInstance {
+            events: events.clone(),
+            reaper: runtime.reaper().clone(),
+            instance: Mutex::new(Some(GuestInstance {
                 store,
                 bindings,
                 sandbox_id: None,
                 resume_id: config.sandbox_id.clone(),
                 dead: None,
                 fuel_per_call: options.fuel_per_call,
-            }),
+                events,
+                sandbox_since: None,
+            })),
         })
+    }
+
+    /// Registers `subscriber` for this session's [lifecycle
+    /// events](crate::events), as [`Runtime::subscribe`] does for all
+    /// sessions.
+    pub fn subscribe(&self, subscriber: impl Subscriber) -> std::io::Result<Subscription> {
+        self.events.own.subscribe(Arc::new(subscriber))
     }
 
     /// This session's number in the audit trail.
@@ -201,10 +229,8 @@ impl Session {
         self.instance
             .lock()
             .await
-            .store
-            .data()
-            .limits
-            .linear_memory_bytes()
+            .as_ref()
+            .map_or(0, |inst| inst.store.data().limits.linear_memory_bytes())
     }
 
     /// The tools (names, descriptions, JSON Schemas of their arguments).
@@ -216,7 +242,7 @@ impl Session {
             .e2b_tools_catalog()
             .call_list_tools(&mut inst.store)
             .await;
-        inst.settle(self.id, result)
+        inst.settle(result)
     }
 
     /// A system-prompt fragment describing the tools and the sandbox.
@@ -228,7 +254,7 @@ impl Session {
             .e2b_tools_catalog()
             .call_instructions(&mut inst.store)
             .await;
-        inst.settle(self.id, result)
+        inst.settle(result)
     }
 
     /// The ID of this session's sandbox, if one is open.
@@ -240,7 +266,7 @@ impl Session {
             .e2b_tools_lifecycle()
             .call_sandbox_id(&mut inst.store)
             .await;
-        inst.settle(self.id, result)
+        inst.settle(result)
     }
 
     /// Calls a tool by name with a JSON object of arguments and returns its
@@ -256,11 +282,14 @@ impl Session {
         if let Some(refusal) = refuse_large_arguments(&args_json) {
             return Ok(refusal);
         }
-        // Parsed once: the audit trail reads `success` from the same value.
+        // Parsed once: the events read `success` from the same value.
         self.call_tool(tool, &args_json, |text| {
             let result: serde_json::Value = serde_json::from_str(&text)?;
-            let success = succeeded(&result);
-            Ok((result, success))
+            let read = Read {
+                success: succeeded(&result),
+                snapshot: crate::events::snapshot_of(tool, &result),
+            };
+            Ok((result, read))
         })
         .await
     }
@@ -272,36 +301,56 @@ impl Session {
         if let Some(refusal) = refuse_large_arguments(args_json) {
             return Ok(refusal.to_string());
         }
-        // Only `success` is read here, for the audit trail.
+        // Only `success` is read here (and a snapshot's id), for the events.
         self.call_tool(tool, args_json, |text| {
-            let success = Outcome::succeeded(&text);
-            Ok((text, success))
+            let snapshot = (tool == "create_snapshot")
+                .then(|| serde_json::from_str(&text).ok())
+                .flatten()
+                .and_then(|result| crate::events::snapshot_of(tool, &result));
+            let read = Read {
+                success: Outcome::succeeded(&text),
+                snapshot,
+            };
+            Ok((text, read))
         })
         .await
     }
 
-    /// One `call-tool`: the instance's lock, the audit trail around the
+    /// One `call-tool`: the instance's lock, the events and span around the
     /// call, and `read` making the caller's value of the result text (and
     /// saying whether it is a success) in one pass.
     async fn call_tool<T>(
         &self,
         tool: &str,
         args_json: &str,
-        read: impl FnOnce(String) -> Result<(T, bool), serde_json::Error>,
+        read: impl FnOnce(String) -> Result<(T, Read), serde_json::Error>,
     ) -> Result<T, SessionError> {
-        let mut guard = self.lock_alive().await?;
-        let inst = &mut *guard;
-        let started = inst.call_started(self.id, tool);
-        let result = inst
-            .bindings
-            .e2b_tools_catalog()
-            .call_call_tool(&mut inst.store, tool, args_json)
-            .await;
-        let read = read(inst.settle(self.id, result)?);
-        let success = matches!(read, Ok((_, true)));
-        inst.call_finished(self.id, tool, started, success, None)
-            .await;
-        Ok(read?.0)
+        let span = call_span(self.id, tool);
+        async {
+            let mut guard = self.lock_alive().await?;
+            let inst = &mut *guard;
+            let started = inst.call_started(tool);
+            let result = inst
+                .bindings
+                .e2b_tools_catalog()
+                .call_call_tool(&mut inst.store, tool, args_json)
+                .await;
+            let read = read(inst.settle(result)?);
+            let outcome = match &read {
+                Ok((_, outcome)) => outcome.clone(),
+                Err(_) => Read::default(),
+            };
+            inst.call_finished(tool, started, outcome.success, None)
+                .await;
+            if let Some(snapshot) = outcome.snapshot {
+                let event = inst.events.event(EventKind::Snapshot).tool(tool);
+                let event = event.sandbox(inst.sandbox_id.as_deref()).detail(snapshot);
+                inst.events.emit(event);
+            }
+            Ok(read?.0)
+        }
+        .instrument(span)
+        .await
     }
 
     /// Runs code in the sandbox's stateful kernel.
@@ -437,39 +486,48 @@ impl Session {
             &mut Store<SessionState>,
         ) -> wasmtime::Result<Result<T, ToolError>>,
     ) -> Result<Result<T, ToolError>, SessionError> {
-        let mut guard = self.lock_alive().await?;
-        let inst = &mut *guard;
-        let started = inst.call_started(self.id, tool);
-        let result = call(inst.bindings.e2b_tools_tools(), &mut inst.store).await;
-        inst.tool_result(self.id, tool, started, result).await
+        let span = call_span(self.id, tool);
+        async {
+            let mut guard = self.lock_alive().await?;
+            let inst = &mut *guard;
+            let started = inst.call_started(tool);
+            let result = call(inst.bindings.e2b_tools_tools(), &mut inst.store).await;
+            inst.tool_result(tool, started, result).await
+        }
+        .instrument(span)
+        .await
     }
 
     /// Kills the sandbox (or leaves it to pause, with `on-timeout: pause`).
     /// Returns whether one was killed. The session stays usable: a later
     /// tool call creates a fresh sandbox.
     pub async fn shutdown(&self) -> Result<bool, SessionError> {
-        let mut guard = self.lock_alive().await?;
-        let inst = &mut *guard;
-        let sandbox = inst.sandbox_id.clone();
-        let result = inst
-            .bindings
-            .e2b_tools_lifecycle()
-            .call_shutdown(&mut inst.store)
-            .await;
-        let killed = inst
-            .settle(self.id, result)?
-            .map_err(SessionError::Lifecycle)?;
-        if let Some(sandbox) = sandbox {
-            audit::sandbox_shut_down(self.id, &sandbox, killed);
+        let result = async {
+            let mut guard = self.lock_alive().await?;
+            guard.shutdown("shutdown").await
         }
-        inst.sandbox_id = None;
-        inst.resume_id = None;
-        Ok(killed)
+        .await;
+        if let Err(err) = &result {
+            let error_kind = match err {
+                SessionError::Lifecycle(e) => crate::events::kind_name(e.kind),
+                _ => "session",
+            };
+            let mut event = self.events.event(EventKind::Error);
+            event.error_kind = Some(error_kind.to_string());
+            self.events
+                .emit(event.detail(format!("sandbox shutdown failed: {err}")));
+        }
+        result
     }
 
     /// Waits for this session's turn, and gives the call its CPU budget.
-    async fn lock_alive(&self) -> Result<MutexGuard<'_, GuestInstance>, SessionError> {
-        let mut guard = self.instance.lock().await;
+    async fn lock_alive(&self) -> Result<MappedMutexGuard<'_, GuestInstance>, SessionError> {
+        // Only `Drop` takes the instance out.
+        let guard = MutexGuard::map(self.instance.lock().await, |slot| {
+            slot.as_mut()
+                .expect("a session's instance is there until it is dropped")
+        });
+        let mut guard = guard;
         if let Some(trap) = &guard.dead {
             return Err(SessionError::Dead(trap.clone()));
         }
@@ -483,19 +541,70 @@ impl Session {
     }
 }
 
+impl Drop for Session {
+    fn drop(&mut self) {
+        let Some(mut inst) = self.instance.get_mut().take() else {
+            return;
+        };
+        // Only a sandbox this session made, on a live instance.
+        if inst.dead.is_some() || inst.sandbox_id.is_none() || inst.sandbox_id == inst.resume_id {
+            return;
+        }
+        self.reaper.reap(async move {
+            let fuel = inst.fuel_per_call;
+            if inst.store.set_fuel(fuel).is_ok() {
+                if let Err(err) = inst.shutdown("dropped").await {
+                    let mut event = inst.events.event(EventKind::Error);
+                    event.error_kind = Some("session".into());
+                    let event = event.sandbox(inst.sandbox_id.as_deref());
+                    inst.events.emit(event.detail(format!(
+                        "killing the sandbox of a dropped session failed: {err}"
+                    )));
+                }
+            }
+        });
+    }
+}
+
+/// What a `call-tool` result says, for the events.
+#[derive(Clone, Default)]
+struct Read {
+    success: bool,
+    /// A successful `create_snapshot`'s snapshot id.
+    snapshot: Option<String>,
+}
+
+/// The span of one tool call; its outcome fields are recorded at the end.
+fn call_span(session: u64, tool: &str) -> tracing::Span {
+    tracing::info_span!(
+        "execute_tool",
+        otel.name = format!("execute_tool {tool}"),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = tool,
+        e2b.session = session,
+        e2b.sandbox_id = tracing::field::Empty,
+        e2b.success = tracing::field::Empty,
+        e2b.error_kind = tracing::field::Empty,
+    )
+}
+
 impl GuestInstance {
     /// Turns a wasmtime error (a trap) into a dead session.
-    fn settle<T>(&mut self, session: u64, result: wasmtime::Result<T>) -> Result<T, SessionError> {
+    fn settle<T>(&mut self, result: wasmtime::Result<T>) -> Result<T, SessionError> {
         result.map_err(|err| {
             let trap = WasmError::new(err);
-            audit::trapped(session, &trap.to_string());
+            let mut event = self.events.event(EventKind::Error);
+            event.error_kind = Some("trapped".into());
+            let event = event.sandbox(self.sandbox_id.as_deref());
+            self.events.emit(event.detail(trap.to_string()));
             self.dead = Some(trap.clone());
             SessionError::Trapped(trap)
         })
     }
 
-    fn call_started(&self, session: u64, tool: &str) -> Instant {
-        audit::call_started(session, tool);
+    fn call_started(&self, tool: &str) -> Instant {
+        let event = self.events.event(EventKind::ExecStart).tool(tool);
+        self.events.emit(event.sandbox(self.sandbox_id.as_deref()));
         // A cancellation of an earlier call does not reach this one.
         self.store.data().cancel.begin_call();
         Instant::now()
@@ -503,53 +612,96 @@ impl GuestInstance {
 
     async fn tool_result<T>(
         &mut self,
-        session: u64,
         tool: &str,
         started: Instant,
         result: wasmtime::Result<Result<T, ToolError>>,
     ) -> Result<Result<T, ToolError>, SessionError> {
-        let result = self.settle(session, result)?;
+        let result = self.settle(result)?;
         let error_kind = result.as_ref().err().map(|e| e.kind);
-        self.call_finished(session, tool, started, result.is_ok(), error_kind)
+        self.call_finished(tool, started, result.is_ok(), error_kind)
             .await;
         Ok(result)
     }
 
-    /// Logs the end of a call and any change of sandbox it caused.
+    /// Tells of the end of a call and any change of sandbox it caused
+    /// (the sandbox first: a call that created one ran in it).
     async fn call_finished(
         &mut self,
-        session: u64,
         tool: &str,
         started: Instant,
         success: bool,
         error_kind: Option<crate::bindings::ErrorKind>,
     ) {
-        audit::call_finished(session, tool, started.elapsed(), success, error_kind);
-        self.observe_sandbox(session).await;
+        let took = started.elapsed();
+        self.observe_sandbox().await;
+        let span = tracing::Span::current();
+        span.record("e2b.success", success);
+        if let Some(sandbox) = &self.sandbox_id {
+            span.record("e2b.sandbox_id", sandbox.as_str());
+        }
+        let mut event = self.events.event(EventKind::ExecEnd).tool(tool);
+        event.duration = Some(took);
+        event.success = Some(success);
+        if let Some(kind) = error_kind {
+            let name = crate::events::kind_name(kind);
+            span.record("e2b.error_kind", name);
+            event.error_kind = Some(name.to_string());
+        }
+        self.events.emit(event.sandbox(self.sandbox_id.as_deref()));
     }
 
-    /// Asks the component for its sandbox and logs creation, resumption or
-    /// loss.
-    async fn observe_sandbox(&mut self, session: u64) {
+    /// Asks the component for its sandbox and tells of creation,
+    /// resumption or loss.
+    async fn observe_sandbox(&mut self) {
         let result = self
             .bindings
             .e2b_tools_lifecycle()
             .call_sandbox_id(&mut self.store)
             .await;
-        let Ok(current) = self.settle(session, result) else {
+        let Ok(current) = self.settle(result) else {
             return;
         };
         if current == self.sandbox_id {
             return;
         }
-        let resumed = current.is_some() && self.resume_id == current;
-        audit::sandbox_changed(
-            session,
-            self.sandbox_id.as_deref(),
-            current.as_deref(),
-            resumed,
-        );
+        if self.sandbox_id.is_some() {
+            self.sandbox_stopped("gone", false);
+        }
+        if let Some(new) = &current {
+            let resumed = self.resume_id.as_ref() == Some(new);
+            let event = self.events.event(EventKind::SandboxStart);
+            let event = event.sandbox(Some(new));
+            self.events
+                .emit(event.detail(if resumed { "resumed" } else { "created" }));
+            self.sandbox_since = Some(Instant::now());
+        }
         self.sandbox_id = current;
+    }
+
+    /// Tells that the sandbox is gone (`killed`: by this session).
+    fn sandbox_stopped(&mut self, reason: &str, killed: bool) {
+        let mut event = self.events.event(EventKind::SandboxStop);
+        event.duration = self.sandbox_since.take().map(|since| since.elapsed());
+        event.success = Some(killed);
+        let event = event.sandbox(self.sandbox_id.as_deref());
+        self.events.emit(event.detail(reason));
+    }
+
+    /// The component's `shutdown`, and its sandbox stop event (`reason`:
+    /// `shutdown` or `dropped`).
+    async fn shutdown(&mut self, reason: &str) -> Result<bool, SessionError> {
+        let result = self
+            .bindings
+            .e2b_tools_lifecycle()
+            .call_shutdown(&mut self.store)
+            .await;
+        let killed = self.settle(result)?.map_err(SessionError::Lifecycle)?;
+        if self.sandbox_id.is_some() {
+            self.sandbox_stopped(reason, killed);
+        }
+        self.sandbox_id = None;
+        self.resume_id = None;
+        Ok(killed)
     }
 }
 

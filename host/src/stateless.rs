@@ -12,13 +12,15 @@ use e2b_wire::host_guest;
 use serde_json::Value;
 use wasmtime::component::{types::ComponentItem, InstancePre, Type, Val};
 
+use crate::emitter::Emitter;
 use crate::error::{SessionError, WasmError};
+use crate::events::{EventKind, Subscriber, Subscribers, Subscription};
 use crate::loader::{self, ComponentSource, RuntimeError, RuntimeOptions};
 use crate::outbound::OutboundClient;
 use crate::policy::OutboundPolicy;
 use crate::session::{e2b_env, new_store, policy_for, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT};
 use crate::state::SessionState;
-use crate::{audit, ClockMode, SandboxConfig};
+use crate::{ClockMode, SandboxConfig};
 
 /// One exported tool: its name and its parameters' names and types.
 #[derive(Debug, Clone)]
@@ -112,6 +114,7 @@ struct Inner {
     pre: InstancePre<SessionState>,
     client: OutboundClient,
     tools: Vec<StatelessTool>,
+    subscribers: Arc<Subscribers>,
 }
 
 static NEXT_CALL_ID: AtomicU64 = AtomicU64::new(1);
@@ -154,8 +157,17 @@ impl StatelessRuntime {
                 pre,
                 client: loaded.client,
                 tools,
+                subscribers: Arc::default(),
             }),
         })
+    }
+
+    /// Registers `subscriber` for the [lifecycle events](crate::events) of
+    /// every call (each call is a session of its own): exec start and end,
+    /// a sandbox start when a call without a `sandbox-id` made one, a
+    /// sandbox stop when `close_sandbox` closed one.
+    pub fn subscribe(&self, subscriber: impl Subscriber) -> std::io::Result<Subscription> {
+        self.inner.subscribers.subscribe(Arc::new(subscriber))
     }
 
     /// The exported tools.
@@ -209,27 +221,85 @@ impl StatelessRuntime {
             ClockMode::Real,
             options.fuel_per_call,
         )?;
-        audit::call_started(id, &name);
+        let events = Emitter::new(id, self.inner.subscribers.clone());
+        let asked = lookup(args, "sandbox-id")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let asked = (!asked.is_empty()).then(|| asked.to_string());
+        events.emit(
+            events
+                .event(EventKind::ExecStart)
+                .tool(&name)
+                .sandbox(asked.as_deref()),
+        );
+        let started = std::time::Instant::now();
+        let result = self.call_instance(&mut store, &name, &params).await;
+        let mut end = events.event(EventKind::ExecEnd).tool(&name);
+        end.duration = Some(started.elapsed());
+        match &result {
+            Ok(value) => {
+                let sandbox = value.get("sandbox_id").and_then(Value::as_str);
+                end.success = Some(crate::results::succeeded(value));
+                end.error_kind = value
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                end = end.sandbox(sandbox.or(asked.as_deref()));
+                if asked.is_none() && sandbox.is_some() {
+                    let start = events.event(EventKind::SandboxStart).sandbox(sandbox);
+                    events.emit(start.detail("created"));
+                }
+                if name == "e2b-close-sandbox" && end.success == Some(true) {
+                    let stop = events.event(EventKind::SandboxStop);
+                    events.emit(
+                        stop.sandbox(sandbox.or(asked.as_deref()))
+                            .detail("shutdown"),
+                    );
+                }
+            }
+            Err(err) => {
+                end.success = Some(false);
+                let mut error = events.event(EventKind::Error).sandbox(asked.as_deref());
+                error.error_kind = Some(
+                    if matches!(err, SessionError::Trapped(_)) {
+                        "trapped"
+                    } else {
+                        "session"
+                    }
+                    .to_string(),
+                );
+                events.emit(error.detail(err.to_string()));
+            }
+        }
+        events.emit(end);
+        result
+    }
+
+    /// One call in a fresh instance in `store`.
+    async fn call_instance(
+        &self,
+        store: &mut wasmtime::Store<SessionState>,
+        name: &str,
+        params: &[Val],
+    ) -> Result<Value, SessionError> {
         let instance = self
             .inner
             .pre
-            .instantiate_async(&mut store)
+            .instantiate_async(&mut *store)
             .await
             .map_err(|err| SessionError::Instantiate(WasmError::new(err)))?;
-        let func = instance
-            .get_func(&mut store, name.as_str())
-            .ok_or_else(|| {
-                SessionError::Instantiate(WasmError::new(wasmtime::Error::msg(format!(
-                    "no export {name}"
-                ))))
-            })?;
+        let func = instance.get_func(&mut *store, name).ok_or_else(|| {
+            SessionError::Instantiate(WasmError::new(wasmtime::Error::msg(format!(
+                "no export {name}"
+            ))))
+        })?;
         let mut results = [Val::Bool(false)];
-        func.call_async(&mut store, &params, &mut results)
+        func.call_async(&mut *store, params, &mut results)
             .await
             .map_err(|err| SessionError::Trapped(WasmError::new(err)))?;
         let Val::String(text) = &results[0] else {
             return Err(SessionError::NotAString {
-                export: name,
+                export: name.to_string(),
                 got: format!("{:?}", results[0]),
             });
         };

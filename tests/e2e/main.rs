@@ -7,6 +7,8 @@
 //! - `tools`: every tool's success and failure paths, typed and by JSON.
 //! - `lifecycle`: lazy creation, keep-alive on a scaled clock, expiry,
 //!   resume, shutdown.
+//! - `events`: lifecycle events in order, bad subscribers, the per-call
+//!   span, the sandbox of a dropped session or runtime killed.
 //! - `faults`: server faults injected through the local server's handle.
 //! - `matrix`: the remaining fault-matrix cells, one test each.
 //! - `shutdown`: a refused kill retried, shutdown during the creating call.
@@ -19,6 +21,7 @@
 //! - `wassette`: the stateless component in the real wassette 0.8.
 
 mod background;
+mod events;
 mod faults;
 mod harness;
 mod lifecycle;

@@ -4,6 +4,7 @@ and helpers the test modules share."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -86,3 +87,25 @@ def poll(read: Callable[[], T], done: Callable[[T], Any], seconds: float = 15.0)
         if done(answer) or time.monotonic() > deadline:
             return answer
         time.sleep(0.2)
+
+
+class Ticker:
+    """Counts the event loop's turns: a coroutine that wakes every
+    ``period`` seconds while started; a blocked loop counts none."""
+
+    def __init__(self, period: float) -> None:
+        self.period = period
+        self.ticks = 0
+        self._task: Optional[asyncio.Future] = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.period)
+            self.ticks += 1
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()

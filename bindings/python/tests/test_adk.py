@@ -19,7 +19,7 @@ from pydantic import Field
 
 import e2b_tools.adk
 
-from conftest import SIX, sandboxes
+from conftest import SIX, Ticker, sandboxes
 
 # What the scripted model calls, in order: state across calls, a file
 # written then read, a command, and a background server fetched from.
@@ -168,24 +168,17 @@ def test_concurrent_tool_calls_are_serialized_without_blocking_the_loop(server):
     async def main() -> None:
         plugin = e2b_tools.adk.E2BPlugin()
         run_code = plugin.get_tools()[0]
-        ticks = 0
-
-        async def ticker() -> None:
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.05)
-                ticks += 1
-
-        clock = asyncio.ensure_future(ticker())
+        ticker = Ticker(0.05)
+        ticker.start()
         calls = [
             run_code.run_async(args={"code": f"import time\ntime.sleep(0.3)\nprint({n})"}, tool_context=None)
             for n in range(4)
         ]
         results = await asyncio.gather(*calls)
-        clock.cancel()
+        ticker.stop()
         assert [r["stdout"] for r in results] == ["0\n", "1\n", "2\n", "3\n"]
         # About 1.2 s of sandbox work ran while the event loop kept ticking.
-        assert ticks >= 10, ticks
+        assert ticker.ticks >= 10, ticker.ticks
         await plugin.close()
 
     asyncio.run(main())
@@ -226,3 +219,32 @@ def test_options_the_component_honours_are_accepted(server):
     assert [tool.name for tool in plugin.get_tools()][0] == "run_code"
     with pytest.raises(ValueError, match="timeout"):
         e2b_tools.adk.E2BPlugin(timeout=0)
+
+
+def test_plugin_events_carry_the_adk_run_and_agent(server):
+    events: List[Any] = []
+    plugin = e2b_tools.adk.E2BPlugin(on_event=events.append)
+    model, before, during, after = asyncio.run(run(plugin))
+    assert after == before
+    ends = [e for e in events if e.kind == "exec_end"]
+    assert [e.tool for e in ends] == [name for name, _ in SCRIPT]
+    assert {e.agent for e in ends} == {"coder"}
+    assert len({e.run_id for e in ends}) == 1 and ends[0].run_id
+    assert [e.kind for e in events][-1] == "sandbox_stop"
+
+    # An exception escaping a sandbox tool (a bug: they return failures)
+    # is an error event, tagged the same way.
+    tool = plugin.get_tools()[0]
+    context = type("ToolContext", (), {"invocation_id": "run-7", "agent_name": "coder"})()
+    asyncio.run(
+        plugin.on_tool_error_callback(tool=tool, tool_args={}, tool_context=context, error=RuntimeError("boom"))
+    )
+    for _ in range(100):
+        if events[-1].kind == "error":
+            break
+        import time
+
+        time.sleep(0.05)
+    error = events[-1]
+    assert (error.kind, error.tool, error.run_id, error.agent) == ("error", "run_code", "run-7", "coder")
+    assert "RuntimeError: boom" in error.detail

@@ -12,24 +12,30 @@ opt-in background-process tools, without the E2B SDK::
         tools = e2b.openai_chat_tools()        # or openai_responses_tools(), anthropic_tools()
         result = e2b.call_tool("run_code", '{"code": "print(6 * 7)"}')
 
-``e2b_tools.adk.E2BPlugin`` is a drop-in replacement for e2b-adk's plugin.
+``e2b_tools.adk.E2BPlugin`` is a drop-in replacement for e2b-adk's plugin,
+``e2b_tools.adk.E2BCodeExecutor`` an ADK code executor;
+``e2b_tools.langchain`` and ``e2b_tools.openai_agents`` give the tools to
+LangChain and the OpenAI Agents SDK (each an extra). ``load(on_event=...)``
+takes a callback of lifecycle events, and an instance never closed has its
+sandbox killed when the process ends.
 """
 
 from ._cache import CACHE_ENV, default_cache_dir
+from ._core import InstanceError, ToolError
+from ._events import KINDS as EVENT_KINDS
+from ._events import Event, Subscription
 from ._host import (
     DEFAULT_MEMORY_LIMIT,
     BackgroundProcess,
     CommandOutput,
     DirEntry,
     E2BTools,
-    InstanceError,
     NetworkRules,
     OutputOffsets,
     ProcessOutput,
     RichResult,
     RunCodeOutput,
     StoppedProcess,
-    ToolError,
     ToolHints,
     ToolsComponent,
     ToolSpec,
@@ -50,6 +56,8 @@ __all__ = [
     "CommandOutput",
     "DirEntry",
     "E2BTools",
+    "EVENT_KINDS",
+    "Event",
     "InstanceError",
     "NetworkRules",
     "OutboundPolicy",
@@ -59,6 +67,7 @@ __all__ = [
     "RichResult",
     "RunCodeOutput",
     "StoppedProcess",
+    "Subscription",
     "ToolError",
     "ToolHints",
     "ToolSpec",

@@ -12,28 +12,29 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-import wasmtime
 from wasmtime import Engine, Store, WasiConfig
 from wasmtime.component import (
     Component,
-    Func,
     Linker,
     ListType,
     OptionType,
     Record,
     RecordType,
-    Variant,
 )
 
-from . import _cache, _outbound
+from . import _cache, _outbound, _reaper
+from ._core import Core, unwrap
+from ._events import Event, Subscription
 from ._policy import OutboundPolicy
 
-_PACKAGE = "e2b:tools/{}@0.1.0"
+#: A callback of lifecycle events: a function or a coroutine function.
+EventCallback = Callable[[Event], Any]
 
 #: Cap on the component's linear memory, as the Rust host's default: growing
 #: past it traps the instance, never the process.
@@ -57,30 +58,6 @@ def default_wasm_path() -> Path:
     """``$E2B_TOOLS_WASM``, else the component shipped in this package."""
     configured = os.environ.get("E2B_TOOLS_WASM")
     return Path(configured) if configured else Path(__file__).with_name("e2b_tools.wasm")
-
-
-class ToolError(Exception):
-    """A failed typed call: the component's ``tool-error``."""
-
-    def __init__(self, record: Record) -> None:
-        fields = vars(record)
-        super().__init__(fields["message"])
-        #: The class of failure (``not-found``, ``timeout``, ``sandbox-expired`` …).
-        self.kind: str = fields["kind"]
-        #: The message, prefixed as e2b-adk prefixes it.
-        self.message: str = fields["message"]
-        #: Output captured before the failure.
-        self.partial_output: str = fields["partial-output"]
-        #: The path the call was about, if any.
-        self.path: Optional[str] = fields["path"]
-        #: The command the call was about, if any.
-        self.command: Optional[str] = fields["command"]
-
-
-class InstanceError(RuntimeError):
-    """The instance trapped (a bug in the component, or its memory cap was
-    reached) and cannot be called any more; make a new one. Its sandbox
-    ends at its timeout."""
 
 
 @dataclass(frozen=True)
@@ -272,6 +249,7 @@ class ToolsComponent:
         *,
         policy: Optional[OutboundPolicy] = None,
         memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        on_event: Optional[EventCallback] = None,
     ) -> E2BTools:
         """A new instance (it owns its own sandbox, created by its first tool
         call).
@@ -280,7 +258,8 @@ class ToolsComponent:
         ``E2B_*`` variables). ``policy``: the hosts it may reach (default:
         the API and sandbox hosts of its configuration, following
         :meth:`E2BTools.configure`). ``memory_limit``: the cap on its
-        memory, in bytes."""
+        memory, in bytes. ``on_event``: a callback of its lifecycle events
+        (:meth:`E2BTools.subscribe`)."""
         env = dict(e2b_env() if env is None else env)
         store = Store(self.engine)
         wasi = WasiConfig()
@@ -292,9 +271,11 @@ class ToolsComponent:
         linker = Linker(self.engine)
         linker.add_wasip2()
         linker.add_wasi_http()
-        tools = E2BTools(store, env, policy)
+        tools = E2BTools(store, env, policy, self)
         tools._gate.install(linker, self._helper_linker, store, self._helper, self._http_version)
-        tools._instance = linker.instantiate(store, self.component)
+        tools._core.instance = linker.instantiate(store, self.component)
+        if on_event is not None:
+            tools.subscribe(on_event)
         return tools
 
 
@@ -425,74 +406,90 @@ class E2BTools:
     lock), so an instance may be shared between threads. Use it as a
     context manager to shut the sandbox down at the end."""
 
-    def __init__(self, store: Store, env: Dict[str, str], policy: Optional[OutboundPolicy]) -> None:
+    def __init__(
+        self, store: Store, env: Dict[str, str], policy: Optional[OutboundPolicy], component: ToolsComponent
+    ) -> None:
         # Built by ToolsComponent.instantiate.
-        self._store = store
-        self._instance: Any = None
         self._env = env
         self._explicit_policy = policy is not None
         self._gate = _outbound.Gate(
             policy
             or OutboundPolicy.for_endpoints(env.get("E2B_API_URL"), env.get("E2B_SANDBOX_URL"), env.get("E2B_DOMAIN"))
         )
-        self._lock = threading.Lock()
-        self._funcs: Dict[Tuple[str, str], Func] = {}
-        self._broken: Optional[str] = None
+        self._core = Core(component, store, env, self._gate)
+        # Not closed by the end of the process or by the garbage collector:
+        # the sandbox it made is killed then (the reaper's own atexit hook
+        # kills all at once, so the finalizer's is off).
+        _reaper.track(self._core)
+        self._finalizer = weakref.finalize(self, _reaper.reap_later, self._core)
+        self._finalizer.atexit = False
 
     def __enter__(self) -> E2BTools:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._broken is None:
+        # Shut down, not closed: the instance stays usable after the block,
+        # as it always was (a later call makes a fresh sandbox).
+        core = self._core
+        if core.broken is None and not core.closed:
             self.shutdown()
+
+    def close(self) -> None:
+        """Shuts the sandbox down (unless the instance trapped) and ends the
+        instance: later calls raise :class:`InstanceError`. (Leaving a
+        ``with`` block only shuts the sandbox down.)"""
+        core = self._core
+        if core.closed:
+            return
+        try:
+            if core.broken is None:
+                core.shutdown()
+        finally:
+            core.closed = True
+            core.helper.stop()
+            self._finalizer.detach()
+            _reaper.untrack(core)
+
+    def subscribe(self, callback: EventCallback) -> Subscription:
+        """Calls ``callback`` (a function, or a coroutine function) with each
+        lifecycle :class:`Event` of this instance: ``exec_start``,
+        ``exec_end``, ``sandbox_start``, ``sandbox_stop``, ``snapshot``,
+        ``error``, in order. It runs on a thread of its own (a coroutine
+        function subscribed inside an event loop runs on that loop), behind
+        a bounded queue: one that raises, blocks or never returns loses
+        events (counted in :attr:`dropped_events` and logged once), never
+        the call's result or time."""
+        return self._core.events.subscribe(callback)
+
+    @property
+    def dropped_events(self) -> int:
+        """Events lost over all callbacks (queue full, or the callback raised)."""
+        return self._core.events.dropped
 
     @property
     def policy(self) -> OutboundPolicy:
         """The hosts this instance may send requests to."""
         return self._gate.policy
 
-    def _func(self, interface: str, name: str) -> Func:
-        key = (interface, name)
-        if key not in self._funcs:
-            parent = self._instance.get_export_index(self._store, _PACKAGE.format(interface))
-            index = self._instance.get_export_index(self._store, name, parent)
-            func = self._instance.get_func(self._store, index) if index else None
-            if func is None:
-                raise LookupError(f"the component exports no {interface}.{name}")
-            self._funcs[key] = func
-        return self._funcs[key]
-
     def _call(self, interface: str, name: str, *args: Any) -> Any:
-        with self._lock:
-            if self._broken is not None:
-                raise InstanceError(f"this instance trapped earlier and cannot be used: {self._broken}")
-            func = self._func(interface, name)
-            try:
-                return func(self._store, *args)
-            except wasmtime.WasmtimeError as err:
-                # Arguments are checked before the call, so this is a trap.
-                self._broken = str(err).splitlines()[0] if str(err) else type(err).__name__
-                raise InstanceError(f"the component trapped in {interface}.{name}: {err}") from err
+        return self._core.call(interface, name, *args)
 
     def _call_result(self, interface: str, name: str, *args: Any) -> Any:
         """Calls a function returning ``result<T, tool-error>``: T, or
         :class:`ToolError`."""
-        value = self._call(interface, name, *args)
-        if isinstance(value, Variant):
-            # wasmtime-py tags the result when `ok` and `err` are both records.
-            if value.tag == "err":
-                raise ToolError(cast(Record, value.payload))
-            return value.payload
-        # Untagged: `ok` is not a record, so a record is the `tool-error`.
-        if isinstance(value, Record):
-            raise ToolError(value)
-        return value
+        return unwrap(self._call(interface, name, *args))
+
+    def _tool(self, name: str, *args: Any) -> Any:
+        """A typed tool call (``run-code``, …) with its events."""
+        tool = name.replace("-", "_")
+        return self._core.execute(tool, lambda: self._call_result("tools", name, *args), lambda _: True)
 
     def _args_type(self, interface: str, name: str) -> Any:
         """The type of a function's first parameter."""
-        with self._lock:
-            func = self._func(interface, name)
-            (_, ty), *_ = func.type(self._store).params
+        core = self._core
+        with core.lock:
+            func = core.func(interface, name)
+            (_, ty), *_ = func.type(core.store).params
         return ty
 
     # lifecycle
@@ -565,6 +562,17 @@ class E2BTools:
         config = _filled(self._args_type("lifecycle", "configure"), values)
         self._call_result("lifecycle", "configure", config)
         self._gate.policy = policy
+        core = self._core
+        core.attached = sandbox_id
+        core.pauses = on_timeout == "pause"
+        connection = {
+            "api_key": api_key,
+            "domain": domain,
+            "api_url": api_url,
+            "sandbox_url": sandbox_url,
+            "request_timeout_ms": request_timeout_ms,
+        }
+        core.connection = {key: value for key, value in connection.items() if value is not None}
 
     def sandbox_id(self) -> Optional[str]:
         """The ID of the instance's sandbox, if one is open."""
@@ -575,8 +583,7 @@ class E2BTools:
         """Kills the sandbox (with ``on_timeout="pause"``, leaves it to
         pause); True if one was killed. On failure (:class:`ToolError`) the
         sandbox is kept, so it can be retried."""
-        killed: bool = self._call_result("lifecycle", "shutdown")
-        return killed
+        return self._core.shutdown()
 
     # catalog
 
@@ -652,7 +659,11 @@ class E2BTools:
             text = json.dumps(arguments)
         else:
             raise TypeError(f"arguments must be a JSON str or a mapping, not {type(arguments).__name__}")
-        result: Dict[str, Any] = json.loads(self._call("catalog", "call-tool", name, text))
+        result: Dict[str, Any] = self._core.execute(
+            name,
+            lambda: json.loads(self._call("catalog", "call-tool", name, text)),
+            lambda result: isinstance(result, dict) and result.get("success") is True,
+        )
         return result
 
     # typed tools
@@ -676,7 +687,7 @@ class E2BTools:
                 "timeout-seconds": _opt_uint("timeout_seconds", timeout_seconds),
             },
         )
-        out = _fields(self._call_result("tools", "run-code", args))
+        out = _fields(self._tool("run-code", args))
         rich = [_fields(item) for item in out["rich"]]
         return RunCodeOutput(
             stdout=out["stdout"],
@@ -704,14 +715,13 @@ class E2BTools:
                 "timeout-seconds": _opt_uint("timeout_seconds", timeout_seconds),
             },
         )
-        out = _fields(self._call_result("tools", "run-command", args))
+        out = _fields(self._tool("run-command", args))
         return CommandOutput(out["command"], out["stdout"], out["stderr"], out["exit-code"])
 
     def write_file(self, path: str, content: str) -> None:
         """Writes a text file (creating parent directories, replacing old
         content); at most 32 MiB."""
-        self._call_result(
-            "tools",
+        self._tool(
             "write-file",
             _text("path", path),
             _text("content", content),
@@ -719,12 +729,12 @@ class E2BTools:
 
     def read_file(self, path: str) -> str:
         """Reads a text file (invalid UTF-8 becomes U+FFFD)."""
-        result: str = self._call_result("tools", "read-file", _text("path", path))
+        result: str = self._tool("read-file", _text("path", path))
         return result
 
     def list_files(self, path: Optional[str] = None) -> List[DirEntry]:
         """Lists a directory one level deep (default: the home directory)."""
-        entries = self._call_result("tools", "list-files", _opt_text("path", path))
+        entries = self._tool("list-files", _opt_text("path", path))
         return [DirEntry(**_fields(entry)) for entry in entries]
 
     def start_background_command(
@@ -748,7 +758,7 @@ class E2BTools:
                 "timeout-seconds": _opt_uint("timeout_seconds", timeout_seconds),
             },
         )
-        out = _fields(self._call_result("tools", "start-background-command", args))
+        out = _fields(self._tool("start-background-command", args))
         return BackgroundProcess(
             command=out["command"],
             pid=out["pid"],
@@ -772,7 +782,7 @@ class E2BTools:
                     "stderr": _uint("since.stderr", since.stderr, _U64_MAX),
                 }
             )
-        out = _fields(self._call_result("tools", "get-background-output", _uint("pid", pid), offsets))
+        out = _fields(self._tool("get-background-output", _uint("pid", pid), offsets))
         next_since = _fields(out["next-since"])
         return ProcessOutput(
             pid=out["pid"],
@@ -792,8 +802,7 @@ class E2BTools:
             signal = signal.strip().lower()
             signal = signal if signal.startswith("sig") else "sig" + signal
         out = _fields(
-            self._call_result(
-                "tools",
+            self._tool(
                 "stop-background-command",
                 _uint("pid", pid),
                 _opt_choice("signal", signal, _SIGNALS),
@@ -802,14 +811,29 @@ class E2BTools:
         return StoppedProcess(out["pid"], out["exit-code"], out["signal"])
 
 
+_shared_lock = threading.Lock()
+_shared: Optional[ToolsComponent] = None
+
+
+def shared_component() -> ToolsComponent:
+    """The process's compiled component, shared by the framework
+    integrations (each of their instances is its own sandbox)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = ToolsComponent()
+        return _shared
+
+
 def load(
     wasm: Union[PathLike, bytes, None] = None,
     env: Optional[Mapping[str, str]] = None,
     *,
     cache_dir: Union[PathLike, None, bool] = None,
     policy: Optional[OutboundPolicy] = None,
+    on_event: Optional[EventCallback] = None,
 ) -> E2BTools:
     """Loads the component (from the compile cache when it can) and returns
     one instance of it; see :class:`ToolsComponent` and
     :meth:`ToolsComponent.instantiate`."""
-    return ToolsComponent(wasm, cache_dir=cache_dir).instantiate(env, policy=policy)
+    return ToolsComponent(wasm, cache_dir=cache_dir).instantiate(env, policy=policy, on_event=on_event)
