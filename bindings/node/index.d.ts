@@ -471,6 +471,40 @@ export interface StoppedProcess {
   signal?: StopSignal;
 }
 
+/** A snapshot made by `createSnapshot`: new sandboxes start from it as their template. */
+export interface Snapshot {
+  /** The snapshot's id (`configure({ template: snapshotId })`). */
+  snapshotId: string;
+  /** Its full names (team, name and tag); empty when unnamed. */
+  names: string[];
+}
+
+/** Arguments of `forkSandbox`. */
+export interface ForkArgs {
+  /** How many forks, 1 to 8. Default: 1. */
+  count?: number;
+  /** Each fork's timeout in seconds after its last use. Default: the instance's. */
+  timeoutSeconds?: number;
+  /** Hand the forks on: they outlive this instance's `shutdown`. Default: false. */
+  keep?: boolean;
+}
+
+/** A fork that did not start (each fork starts or fails on its own). */
+export interface ForkFailure {
+  /** The error kind, as `ToolError`'s. */
+  kind: string;
+  /** Why. */
+  message: string;
+}
+
+/** What `forkSandbox` made. */
+export interface Forks {
+  /** The forks that started: `callTool` addresses one by `sandbox_id`. */
+  sandboxIds: string[];
+  /** The forks that did not start, and why. */
+  failures: ForkFailure[];
+}
+
 /** The lifecycle event kinds, as every host spells them. */
 export type EventKind =
   | 'sandbox_start'
@@ -652,4 +686,17 @@ export class E2BTools {
     pid: number,
     signal?: StopSignal | Uppercase<StopSignal>,
   ): Promise<StoppedProcess>;
+
+  /**
+   * Saves the sandbox's state as a snapshot that outlives it (its files;
+   * on E2B its memory too). Only when enabled by `configure({ tools })`.
+   */
+  createSnapshot(name?: string): Promise<Snapshot>;
+
+  /**
+   * Branches the sandbox into new ones, each starting with its state;
+   * they end with this instance's `shutdown` unless `keep`. Only when
+   * enabled by `configure({ tools })`.
+   */
+  forkSandbox(args?: ForkArgs): Promise<Forks>;
 }

@@ -389,7 +389,8 @@ export class E2BTools extends EventEmitter {
           errorKind,
         });
         if (tool === 'create_snapshot' && success) {
-          const detail = String(result?.snapshot_id ?? '');
+          // A callTool dict, or the typed call's record.
+          const detail = String(result?.snapshot_id ?? result?.snapshotId ?? '');
           this.#publish('snapshot', { tool, sandboxId: this.#sandbox ?? undefined, detail });
         }
       }
@@ -579,6 +580,23 @@ export class E2BTools extends EventEmitter {
     const name =
       signal == null ? undefined : oneOf('signal', text('signal', signal).toLowerCase(), SIGNALS);
     return this.#tool('stop_background_command', 'stopBackgroundCommand', TYPED, u32('pid', pid), name);
+  }
+
+  async createSnapshot(name) {
+    return this.#tool('create_snapshot', 'createSnapshot', TYPED, optText('name', name));
+  }
+
+  async forkSandbox(args = {}) {
+    const { count, timeoutSeconds, keep = false } = known('forkSandbox arguments', args, [
+      'count',
+      'timeoutSeconds',
+      'keep',
+    ]);
+    return this.#tool('fork_sandbox', 'forkSandbox', TYPED, {
+      count: optU32('count', count),
+      timeoutSeconds: optU32('timeoutSeconds', timeoutSeconds),
+      keep: boolean('keep', keep),
+    });
   }
 }
 

@@ -64,6 +64,8 @@ const ops = {
   startBackgroundCommand: (args) => component.tools.startBackgroundCommand(args),
   getBackgroundOutput: (pid, since) => component.tools.getBackgroundOutput(pid, since),
   stopBackgroundCommand: (pid, signal) => component.tools.stopBackgroundCommand(pid, signal),
+  createSnapshot: (name) => component.tools.createSnapshot(name),
+  forkSandbox: (args) => component.tools.forkSandbox(args),
 };
 
 /** The sandbox the component holds now (undefined if it cannot say). */

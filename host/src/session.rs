@@ -458,10 +458,29 @@ impl Session {
         &self,
         name: Option<&str>,
     ) -> Result<Result<Snapshot, ToolError>, SessionError> {
-        self.typed_call("create_snapshot", async |tools, store| {
-            tools.call_create_snapshot(store, name).await
-        })
-        .await
+        let result = self
+            .typed_call("create_snapshot", async |tools, store| {
+                tools.call_create_snapshot(store, name).await
+            })
+            .await;
+        if let Ok(Ok(snapshot)) = &result {
+            let sandbox = self
+                .instance
+                .lock()
+                .await
+                .as_ref()
+                .and_then(|i| i.sandbox_id.clone());
+            let event = self
+                .events
+                .event(EventKind::Snapshot)
+                .tool("create_snapshot");
+            self.events.emit(
+                event
+                    .sandbox(sandbox.as_deref())
+                    .detail(snapshot.snapshot_id.clone()),
+            );
+        }
+        result
     }
 
     /// Branches the sandbox into new ones, killed with the session unless

@@ -84,7 +84,11 @@ async fn lost_create_answer(fault: Fault) {
     let r = ok(call(&s, "run_command", json!({"command": "echo hi"})).await);
     assert_eq!(r["stdout"], "hi\n");
     assert_eq!(server.stats().count(CREATE), 2, "one retry");
-    assert_eq!(server.stats().sandboxes_created, 1, "never a second sandbox");
+    assert_eq!(
+        server.stats().sandboxes_created,
+        1,
+        "never a second sandbox"
+    );
     assert!(s.shutdown().await.unwrap());
     assert_eq!(server.stats().live_sandboxes, 0, "none left behind");
 }

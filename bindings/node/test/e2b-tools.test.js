@@ -30,7 +30,13 @@ const DEFAULT_TOOLS = [
   'list_files',
   'start_background_command',
 ];
-const ALL_TOOLS = [...DEFAULT_TOOLS, 'get_background_output', 'stop_background_command'];
+const ALL_TOOLS = [
+  ...DEFAULT_TOOLS,
+  'get_background_output',
+  'stop_background_command',
+  'create_snapshot',
+  'fork_sandbox',
+];
 
 /** Each suite's time limit: a hang is a failure, not a stuck run. */
 const LIMIT = { timeout: 60_000 };
@@ -389,6 +395,36 @@ describe('background-process tools (tools: all)', LIMIT, () => {
     for (const { pid } of [first, second]) {
       assert.equal((await ps(pid)).stdout, '', `pid ${pid} is gone`);
     }
+  });
+});
+
+describe('snapshots and forks (tools: all)', LIMIT, () => {
+  const box = instance();
+  before(() => box.e2b.configure({ tools: ['all'], timeoutSeconds: 120 }));
+
+  it('fork by typed call, work in a fork by sandbox_id, snapshot, and end the forks with the instance', async () => {
+    const { e2b } = box;
+    await e2b.writeFile('state.txt', 'base');
+    const forks = await e2b.forkSandbox({ count: 2 });
+    assert.equal(forks.sandboxIds.length, 2);
+    assert.deepEqual(forks.failures, []);
+    const own = await e2b.sandboxId();
+    const live = await liveSandboxes();
+    for (const id of [own, ...forks.sandboxIds]) assert.ok(live.includes(id), id);
+    const [fork] = forks.sandboxIds;
+    const moved = await e2b.callTool('run_command', { command: 'echo fork > state.txt', sandbox_id: fork });
+    assert.equal(moved.success, true, JSON.stringify(moved));
+    assert.equal(await e2b.readFile('state.txt'), 'base');
+    const read = await e2b.callTool('read_file', { path: 'state.txt', sandbox_id: fork });
+    assert.equal(read.content, 'fork\n');
+    const snapshot = await e2b.createSnapshot('node-test');
+    assert.ok(snapshot.snapshotId);
+    assert.ok(snapshot.names.some((n) => n.includes('node-test')), JSON.stringify(snapshot));
+    await rejectsWith(e2b.forkSandbox({ count: 9 }), 'invalid-argument');
+    await assert.rejects(e2b.forkSandbox({ keep: 'yes' }), TypeError);
+    await e2b.shutdown();
+    const after = await liveSandboxes();
+    for (const id of [own, ...forks.sandboxIds]) assert.ok(!after.includes(id), `${id} ended with the instance`);
   });
 });
 

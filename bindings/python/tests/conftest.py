@@ -22,8 +22,10 @@ T = TypeVar("T")
 
 #: e2b-adk's six tools, the default catalog.
 SIX = ["run_code", "run_command", "write_file", "read_file", "list_files", "start_background_command"]
-#: The opt-in tools that ``tools="all"`` adds.
+#: The background tools, opt-in.
 BACKGROUND = ["get_background_output", "stop_background_command"]
+#: The opt-in tools that ``tools="all"`` adds.
+OPT_IN = BACKGROUND + ["create_snapshot", "fork_sandbox"]
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import pytest
 
 import e2b_tools
 
-from conftest import BACKGROUND, SIX, poll, run_python, sandboxes
+from conftest import OPT_IN, SIX, poll, run_python, sandboxes
 
 
 def test_the_package_is_the_installed_wheel_with_its_component():
@@ -72,7 +72,7 @@ class TestToolLists:
     def test_tool_selection(self, component):
         every = component.instantiate()
         every.configure(tools="all")
-        assert [t["name"] for t in every.anthropic_tools()] == SIX + BACKGROUND
+        assert [t["name"] for t in every.anthropic_tools()] == SIX + OPT_IN
         some = component.instantiate()
         some.configure(tools=["read_file", "list_files"])
         assert [t["name"] for t in some.openai_responses_tools()] == ["read_file", "list_files"]
@@ -188,6 +188,33 @@ class TestTypedCalls:
             with pytest.raises(e2b_tools.ToolError) as caught:
                 e2b.get_background_output(999_999)
             assert caught.value.kind == "not-found"
+
+    def test_snapshots_and_forks(self, component):
+        with component.instantiate() as e2b:
+            e2b.configure(tools="all", timeout_seconds=120)
+            e2b.write_file("state.txt", "base")
+            forks = e2b.fork_sandbox(count=2)
+            assert len(forks.sandbox_ids) == 2 and forks.failures == []
+            own = e2b.sandbox_id()
+            assert set(forks.sandbox_ids) <= set(sandboxes()) and own in sandboxes()
+            # call_tool works in a fork by its id.
+            moved = e2b.call_tool("run_command", {"command": "echo fork > state.txt", "sandbox_id": forks.sandbox_ids[0]})
+            assert moved["success"], moved
+            assert e2b.read_file("state.txt") == "base"
+            read = e2b.call_tool("read_file", {"path": "state.txt", "sandbox_id": forks.sandbox_ids[0]})
+            assert read["content"] == "fork\n", read
+            snapshot = e2b.create_snapshot("pkg-test")
+            assert snapshot.snapshot_id and any("pkg-test" in n for n in snapshot.names), snapshot
+            with pytest.raises(ValueError):
+                e2b.fork_sandbox(count=-1)
+            with pytest.raises(TypeError):
+                e2b.fork_sandbox(keep="yes")  # type: ignore[arg-type]
+            with pytest.raises(e2b_tools.ToolError) as caught:
+                e2b.fork_sandbox(count=9)
+            assert caught.value.kind == "invalid-argument"
+            e2b.shutdown()
+            # The forks ended with the instance's sandbox.
+            assert not set(forks.sandbox_ids + [own]) & set(sandboxes())
 
     def test_bad_arguments_are_clear_errors_before_the_component_is_entered(self, e2b):
         for call, error in [

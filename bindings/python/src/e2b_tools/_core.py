@@ -163,10 +163,10 @@ class Core:
                     success=success,
                     error_kind=error_kind,
                 )
-                if tool == "create_snapshot" and success and isinstance(value, dict):
-                    self.events.emit(
-                        "snapshot", tool=tool, sandbox_id=self.sandbox_id, detail=str(value.get("snapshot_id", ""))
-                    )
+                if tool == "create_snapshot" and success:
+                    # A call-tool dict, or the typed call's WIT record.
+                    snapshot_id = value.get("snapshot_id") if isinstance(value, dict) else getattr(value, "snapshot-id", "")
+                    self.events.emit("snapshot", tool=tool, sandbox_id=self.sandbox_id, detail=str(snapshot_id))
 
     def observe(self) -> None:
         """Reads the component's sandbox; tells of its start or loss."""

@@ -179,6 +179,35 @@ class StoppedProcess:
 
 
 @dataclass(frozen=True)
+class Snapshot:
+    """A snapshot made by ``create_snapshot``: new sandboxes start from it
+    when it is their template (``configure(template=snapshot_id)``)."""
+
+    snapshot_id: str
+    #: Its full names (team, name and tag); empty when unnamed.
+    names: List[str]
+
+
+@dataclass(frozen=True)
+class ForkFailure:
+    """A fork that did not start (each fork starts or fails on its own)."""
+
+    #: The error kind, as :class:`ToolError`'s (``rate-limited``, …).
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Forks:
+    """What ``fork_sandbox`` made: the forks that started, and why the
+    others did not. ``call_tool`` addresses a fork by ``sandbox_id``; an
+    instance configured with ``sandbox_id=`` works in it with typed calls."""
+
+    sandbox_ids: List[str]
+    failures: List[ForkFailure]
+
+
+@dataclass(frozen=True)
 class NetworkRules:
     """Outbound network rules of the sandbox, passed to E2B as given."""
 
@@ -809,6 +838,38 @@ class E2BTools:
             )
         )
         return StoppedProcess(out["pid"], out["exit-code"], out["signal"])
+
+
+    def create_snapshot(self, name: Optional[str] = None) -> Snapshot:
+        """Saves the sandbox's state as a snapshot that outlives it (its
+        files; on E2B its memory too). ``name``: letters, digits, ``.``,
+        ``_`` and ``-``. Only when enabled by ``configure(tools=...)``."""
+        out = _fields(self._tool("create-snapshot", _opt_text("name", name)))
+        return Snapshot(out["snapshot-id"], list(out["names"]))
+
+    def fork_sandbox(
+        self,
+        count: Optional[int] = None,
+        timeout_seconds: Optional[int] = None,
+        keep: bool = False,
+    ) -> Forks:
+        """Branches the sandbox into ``count`` (1 to 8) new ones, each
+        starting with its state; they end with this instance's
+        ``shutdown`` unless ``keep``. Only when enabled by
+        ``configure(tools=...)``."""
+        if not isinstance(keep, bool):
+            raise TypeError(f"keep must be a bool, not {type(keep).__name__}")
+        args = _filled(
+            self._args_type("tools", "fork-sandbox"),
+            {
+                "count": _opt_uint("count", count),
+                "timeout-seconds": _opt_uint("timeout_seconds", timeout_seconds),
+                "keep": keep,
+            },
+        )
+        out = _fields(self._tool("fork-sandbox", args))
+        failures = [ForkFailure(_fields(f)["kind"], _fields(f)["message"]) for f in out["failures"]]
+        return Forks(list(out["sandbox-ids"]), failures)
 
 
 _shared_lock = threading.Lock()
