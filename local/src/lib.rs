@@ -43,6 +43,7 @@ mod signature;
 mod snapshots;
 mod state;
 mod stats;
+mod templates;
 mod tls;
 
 /// The code interpreter envd runs in each sandbox.
@@ -196,6 +197,7 @@ pub struct LocalServer {
     registry: Arc<Registry>,
     faults: Faults,
     isolation: String,
+    state_dir: Option<PathBuf>,
     shutdown_tx: Option<tokio::sync::oneshot::Sender<()>>,
     serve_task: Option<tokio::task::JoinHandle<()>>,
     _temp_dir: Option<tempfile::TempDir>,
@@ -343,6 +345,7 @@ impl LocalServer {
             registry,
             faults,
             isolation,
+            state_dir: opts.state_dir.clone(),
             shutdown_tx: Some(shutdown_tx),
             serve_task: Some(serve_task),
             _temp_dir: temp_dir,
@@ -376,6 +379,12 @@ impl LocalServer {
     /// message): users, limits, disk and network.
     pub fn isolation(&self) -> &str {
         &self.isolation
+    }
+
+    /// The state directory paused sandboxes and snapshots are kept in
+    /// across restarts ([`Options::state_dir`]); `None`: nothing is kept.
+    pub fn state_dir(&self) -> Option<&std::path::Path> {
+        self.state_dir.as_deref()
     }
 
     /// The fault-injection handle.

@@ -101,7 +101,7 @@ pub(crate) fn check_name(name: &str) -> Result<String, String> {
             "invalid snapshot name '{name}': use 1 to {MAX_NAME} lowercase letters, digits, '-' and '_', starting with a letter or digit (no '/', '.' or other path characters)"
         ));
     }
-    if crate::control_plane::TEMPLATES.contains(&bare) {
+    if crate::templates::TEMPLATES.contains(&bare) {
         return Err(format!(
             "invalid snapshot name '{name}': '{bare}' is a built-in template"
         ));

@@ -140,14 +140,6 @@ async fn create_v2(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> R
     create(api, &headers, &body, DEFAULT_TIMEOUT_V2).await
 }
 
-/// The templates the local server knows, by E2B's public aliases: `base`
-/// (the SDK's default) and `code-interpreter-v1` (the code interpreter's).
-/// Both run on the host's own software under the sandbox's isolation;
-/// `code-interpreter-v1` adds its Python environment where `scripts/bootstrap`
-/// installed it (`isolation::rootfs::TemplateEnvs`, local/README.md).
-/// A snapshot's id or name is a template too ([`snapshots`]).
-pub const TEMPLATES: [&str; 2] = ["base", e2b_wire::api::DEFAULT_TEMPLATE];
-
 async fn create_v1(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Response {
     create(api, &headers, &body, DEFAULT_TIMEOUT_V1).await
 }

@@ -18,11 +18,12 @@ use e2b_wire::api::{
 };
 use http::StatusCode;
 
-use super::{check_timeout, create_error, not_found, parse, Api, Rejection, TEMPLATES};
+use super::{check_timeout, create_error, not_found, parse, Api, Rejection};
 use crate::http_errors::api_error;
 use crate::isolation::DiskSource;
 use crate::registry::{Origin, Registry, SnapshotError};
 use crate::snapshots::{check_name, StoreError};
+use crate::templates::TEMPLATES;
 
 /// The most forks one request may ask for (E2B's API).
 const MAX_FORKS: u32 = 100;

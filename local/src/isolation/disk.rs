@@ -104,19 +104,23 @@ impl Disk {
         })
     }
 
-    /// Copies the image to `dest` (a new file) consistently: free blocks
-    /// are trimmed first (so the copy holds only what files use), then the
-    /// filesystem is frozen (`FIFREEZE`: everything written so far is on
-    /// the image and nothing more is written) for the copy, and thawed.
-    /// The sandbox's processes should be frozen meanwhile: a write of
-    /// theirs would wait for the thaw. `durable`: the copy is on disk
-    /// before this returns.
-    pub fn copy_to(&self, dest: &Path, durable: bool) -> std::io::Result<()> {
-        // Best effort: an untrimmed copy is only larger.
+    /// Gives the image's blocks that no file uses back to the host (they
+    /// stay allocated after a file is deleted): a copy then holds only
+    /// what files use. Best effort: an untrimmed image is only larger.
+    pub fn trim(&self) {
         let _ = Command::new(find("fstrim").unwrap_or_else(|| "fstrim".into()))
             .arg(&self.mount_point)
             .env_clear()
             .output();
+    }
+
+    /// Copies the image to `dest` (a new file) consistently: the
+    /// filesystem is frozen (`FIFREEZE`: everything written so far is on
+    /// the image, nothing more is written) for the copy, then thawed.
+    /// The sandbox's processes should be frozen meanwhile: a write of
+    /// theirs would wait for the thaw. `durable`: the copy is on disk
+    /// before this returns.
+    pub fn copy_to(&self, dest: &Path, durable: bool) -> std::io::Result<()> {
         let fsfreeze = find("fsfreeze").unwrap_or_else(|| "fsfreeze".into());
         run(Command::new(&fsfreeze).arg("-f").arg(&self.mount_point))?;
         let copied = copy_sparse(&self.image, dest, durable);

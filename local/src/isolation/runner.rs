@@ -169,13 +169,16 @@ impl SandboxRunner {
         self.disk.lock().is_ok_and(|d| d.is_some())
     }
 
-    /// Bytes its disk image takes (allocated blocks), 0 without one.
-    pub fn disk_allocated(&self) -> u64 {
-        self.disk
-            .lock()
-            .ok()
-            .and_then(|d| d.as_ref().map(|d| super::disk::allocated(d.image())))
-            .unwrap_or(0)
+    /// Trims its disk (see [`Disk::trim`]) and says how many bytes its
+    /// image then takes (allocated blocks), 0 without one.
+    pub fn trim_disk(&self) -> u64 {
+        let Ok(disk) = self.disk.lock() else {
+            return 0;
+        };
+        disk.as_ref().map_or(0, |disk| {
+            disk.trim();
+            super::disk::allocated(disk.image())
+        })
     }
 
     /// Copies its disk image to the new file `dest`, consistently (see

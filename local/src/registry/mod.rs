@@ -17,11 +17,9 @@ use crate::isolation::{DiskSource, Launcher, Provision};
 use crate::names::random_id;
 use crate::paths::SandboxPaths;
 use crate::sandbox::{Sandbox, State};
-use crate::snapshots::Snapshots;
+use crate::snapshots::{Snapshots, StoreError};
 use crate::state::{unix_ms, PausedRecord, StateDir};
 use crate::stats::{Counters, Stats};
-
-pub(crate) use snapshot::SnapshotError;
 
 /// How often the reaper looks for expired sandboxes.
 const REAP_INTERVAL: Duration = Duration::from_millis(20);
@@ -35,6 +33,19 @@ pub(crate) enum CreateError {
     Io(std::io::Error),
     /// It asks for something the local backend cannot enforce.
     Unsupported(String),
+}
+
+/// Why a snapshot (or a fork) was not taken.
+#[derive(Debug)]
+pub(crate) enum SnapshotError {
+    /// The server keeps no disk images.
+    Unsupported,
+    /// The sandbox is paused.
+    Paused,
+    /// The snapshot storage refused it.
+    Store(StoreError),
+    /// Copying failed.
+    Io(std::io::Error),
 }
 
 /// What a new sandbox is made from: the template it runs on, and what

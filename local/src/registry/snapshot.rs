@@ -8,22 +8,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::isolation::{DiskSource, DISKS_DIR};
 use crate::names::random_id;
 use crate::sandbox::{Sandbox, State};
-use crate::snapshots::{SnapshotRecord, StoreError};
+use crate::snapshots::SnapshotRecord;
 
-use super::{CreateError, Origin, Registry};
-
-/// Why a snapshot (or a fork) was not taken.
-#[derive(Debug)]
-pub(crate) enum SnapshotError {
-    /// The server keeps no disk images.
-    Unsupported,
-    /// The sandbox is paused.
-    Paused,
-    /// The snapshot storage refused it.
-    Store(StoreError),
-    /// Copying failed.
-    Io(std::io::Error),
-}
+use super::{CreateError, Origin, Registry, SnapshotError};
 
 impl Registry {
     /// Takes a snapshot of `sandbox`'s disk, named `name` (or not).
@@ -33,11 +20,12 @@ impl Registry {
         name: Option<String>,
     ) -> Result<SnapshotRecord, SnapshotError> {
         self.check_can_copy(sandbox)?;
-        // An upper bound: the copy is trimmed, and the filesystem frozen.
-        let reservation = self
-            .snapshots
-            .reserve(sandbox.runner.disk_allocated())
-            .map_err(SnapshotError::Store)?;
+        let runner = Arc::clone(&sandbox.runner);
+        let size = tokio::task::spawn_blocking(move || runner.trim_disk())
+            .await
+            .unwrap_or(0);
+        // What the copy should take; its real size is checked again.
+        let reservation = self.snapshots.reserve(size).map_err(SnapshotError::Store)?;
         let durable = self.state.is_some();
         if let Err(e) = copy_disk(sandbox, reservation.image.clone(), durable).await {
             self.snapshots.abandon(reservation);
@@ -72,6 +60,8 @@ impl Registry {
             .data_dir
             .join(DISKS_DIR)
             .join(format!("fork-{}.img", random_id(20)));
+        let runner = Arc::clone(&source.runner);
+        let _ = tokio::task::spawn_blocking(move || runner.trim_disk()).await;
         copy_disk(source, image.clone(), false).await?;
         let mut forks = Vec::new();
         for n in 1..=count {
