@@ -18,7 +18,7 @@ use crate::names::random_id;
 use crate::paths::SandboxPaths;
 use crate::sandbox::{Sandbox, State};
 use crate::snapshots::{Snapshots, StoreError};
-use crate::state::{unix_ms, PausedRecord, StateDir};
+use crate::state::{unix_ms, PausedRecord, StateDir, SNAPSHOTS_DIR};
 use crate::stats::{Counters, Stats};
 
 /// How often the reaper looks for expired sandboxes.
@@ -337,7 +337,16 @@ impl Registry {
         for t in pending {
             let _ = t.await;
         }
+        self.clean_up();
+    }
+
+    /// Removes the server's files beside the sandbox roots, but what a
+    /// persistent server keeps (disks, snapshots, records).
+    fn clean_up(&self) {
         Launcher::clean_up(&self.data_dir, self.state.is_some());
+        if self.state.is_none() {
+            let _ = std::fs::remove_dir_all(self.data_dir.join(SNAPSHOTS_DIR));
+        }
     }
 
     pub fn shutdown_all_now(&self) {
@@ -351,7 +360,7 @@ impl Registry {
                 s.destroy_root();
             }
         }
-        Launcher::clean_up(&self.data_dir, self.state.is_some());
+        self.clean_up();
     }
 }
 
