@@ -110,14 +110,19 @@ impl Sandbox {
             Ok(l) if l.state == State::Running => self.runner.freeze(),
             _ => return Ok(false),
         };
-        let copied = self.runner.copy_disk(dest, durable);
+        let copied = self.runner.copy_disk(dest);
         // Unless it was paused meanwhile (and stays frozen for that).
         if let Ok(l) = self.life.lock() {
             if froze && l.state == State::Running {
                 self.runner.thaw();
             }
         }
-        copied.map(|()| true)
+        copied?;
+        // Flushed once the sandbox runs again: it need not wait for that.
+        if durable {
+            std::fs::File::open(dest)?.sync_all()?;
+        }
+        Ok(true)
     }
 
     pub fn state(&self) -> State {

@@ -104,10 +104,16 @@ impl Disk {
         })
     }
 
-    /// Gives the image's blocks that no file uses back to the host (they
-    /// stay allocated after a file is deleted): a copy then holds only
-    /// what files use. Best effort: an untrimmed image is only larger.
-    pub fn trim(&self) {
+    /// Readies the image for a copy while the sandbox still runs: what is
+    /// written so far goes to the image (so the freeze that follows has
+    /// little left to flush), and the blocks no file uses are given back
+    /// to the host (they stay allocated after a file is deleted), so a
+    /// copy holds only what files use. Best effort: a copy of an image
+    /// not readied is only slower and larger.
+    pub fn ready_for_copy(&self) {
+        if let Err(e) = self.sync() {
+            tracing::debug!("syncfs before a copy: {e}");
+        }
         let _ = Command::new(find("fstrim").unwrap_or_else(|| "fstrim".into()))
             .arg(&self.mount_point)
             .env_clear()
@@ -118,12 +124,11 @@ impl Disk {
     /// filesystem is frozen (`FIFREEZE`: everything written so far is on
     /// the image, nothing more is written) for the copy, then thawed.
     /// The sandbox's processes should be frozen meanwhile: a write of
-    /// theirs would wait for the thaw. `durable`: the copy is on disk
-    /// before this returns.
-    pub fn copy_to(&self, dest: &Path, durable: bool) -> std::io::Result<()> {
+    /// theirs would wait for the thaw.
+    pub fn copy_to(&self, dest: &Path) -> std::io::Result<()> {
         let fsfreeze = find("fsfreeze").unwrap_or_else(|| "fsfreeze".into());
         run(Command::new(&fsfreeze).arg("-f").arg(&self.mount_point))?;
-        let copied = copy_sparse(&self.image, dest, durable);
+        let copied = copy_sparse(&self.image, dest, false);
         // A thaw that fails would leave the sandbox's writes hanging: try
         // again before giving up.
         let thawed = run(Command::new(&fsfreeze).arg("-u").arg(&self.mount_point))

@@ -169,14 +169,15 @@ impl SandboxRunner {
         self.disk.lock().is_ok_and(|d| d.is_some())
     }
 
-    /// Trims its disk (see [`Disk::trim`]) and says how many bytes its
-    /// image then takes (allocated blocks), 0 without one.
-    pub fn trim_disk(&self) -> u64 {
+    /// Readies its disk for a copy (see [`Disk::ready_for_copy`]) and
+    /// says how many bytes its image then takes (allocated blocks), 0
+    /// without one.
+    pub fn ready_disk_for_copy(&self) -> u64 {
         let Ok(disk) = self.disk.lock() else {
             return 0;
         };
         disk.as_ref().map_or(0, |disk| {
-            disk.trim();
+            disk.ready_for_copy();
             super::disk::allocated(disk.image())
         })
     }
@@ -184,13 +185,13 @@ impl SandboxRunner {
     /// Copies its disk image to the new file `dest`, consistently (see
     /// [`Disk::copy_to`]; its processes should be frozen). The disk stays
     /// while the copy runs: a kill meanwhile waits for it.
-    pub fn copy_disk(&self, dest: &std::path::Path, durable: bool) -> std::io::Result<()> {
+    pub fn copy_disk(&self, dest: &std::path::Path) -> std::io::Result<()> {
         let disk = self
             .disk
             .lock()
             .map_err(|_| std::io::Error::other("disk state poisoned"))?;
         match disk.as_ref() {
-            Some(disk) => disk.copy_to(dest, durable),
+            Some(disk) => disk.copy_to(dest),
             None => Err(std::io::Error::new(
                 std::io::ErrorKind::Unsupported,
                 "the sandbox has no disk image",

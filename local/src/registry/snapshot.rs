@@ -21,7 +21,7 @@ impl Registry {
     ) -> Result<SnapshotRecord, SnapshotError> {
         self.check_can_copy(sandbox)?;
         let runner = Arc::clone(&sandbox.runner);
-        let size = tokio::task::spawn_blocking(move || runner.trim_disk())
+        let size = tokio::task::spawn_blocking(move || runner.ready_disk_for_copy())
             .await
             .unwrap_or(0);
         // What the copy should take; its real size is checked again.
@@ -61,7 +61,7 @@ impl Registry {
             .join(DISKS_DIR)
             .join(format!("fork-{}.img", random_id(20)));
         let runner = Arc::clone(&source.runner);
-        let _ = tokio::task::spawn_blocking(move || runner.trim_disk()).await;
+        let _ = tokio::task::spawn_blocking(move || runner.ready_disk_for_copy()).await;
         copy_disk(source, image.clone(), false).await?;
         let mut forks = Vec::new();
         for n in 1..=count {

@@ -215,8 +215,12 @@ async fn forks_get_their_own_disks_and_429_past_the_cap() {
     h.server.shutdown().await;
 }
 
+/// The snapshot is the disk at the moment its processes stopped: every line
+/// a busy writer appended before it, none after. The writer stamps its
+/// lines (`$EPOCHREALTIME`), so in the source's log the line after the
+/// snapshot's last one comes after the pause.
 #[tokio::test]
-async fn a_snapshot_holds_what_was_just_written_even_on_a_busy_disk() {
+async fn a_snapshot_is_the_disk_at_the_freeze_even_while_it_is_written() {
     let data = tempfile::Builder::new()
         .prefix("e2b-snapshot-test-")
         .tempdir_in("/var/tmp")
@@ -230,15 +234,13 @@ async fn a_snapshot_holds_what_was_just_written_even_on_a_busy_disk() {
         return;
     }
     let sbx = h.create_default().await;
-    // Written a moment ago, so still in the page cache: the freeze must
-    // put it on the image.
     sh(&h, &sbx, "echo fresh > /home/user/fresh").await;
-    // A writer that never stops, lines and directories.
+    let writer = "i=0; while :; do echo \"$i $EPOCHREALTIME\" >> /home/user/log; \
+                  mkdir -p /home/user/d/$((i % 20)); i=$((i+1)); done";
     let mut busy = h
         .start_process(
             &sbx,
-            json!({"process": {"cmd": "/bin/bash", "args": ["-c",
-                "i=0; while :; do echo $i >> /home/user/log; mkdir -p /home/user/d/$((i % 20)); i=$((i+1)); done"]}}),
+            json!({"process": {"cmd": "/bin/bash", "args": ["-c", writer]}}),
         )
         .await;
     let _ = busy.chunk().await;
@@ -264,14 +266,31 @@ async fn a_snapshot_holds_what_was_just_written_even_on_a_busy_disk() {
     );
     let from = h.create(json!({"templateID": info["snapshotID"]})).await;
     assert_eq!(sh(&h, &from, "cat /home/user/fresh").await, "fresh\n");
-    // Whole lines only: the writer was frozen between its writes.
-    let check = "test -s /home/user/log && grep -cv '^[0-9][0-9]*$' /home/user/log";
-    assert_eq!(sh(&h, &from, check).await, "0\n");
-    // The source runs on.
-    let lines = |s: String| s.trim().parse::<u64>().unwrap();
-    let before = lines(sh(&h, &sbx, "wc -l < /home/user/log").await);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(lines(sh(&h, &sbx, "wc -l < /home/user/log").await) > before);
+    let line = |text: &str| -> (u64, f64) {
+        let (n, t) = text
+            .trim()
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("{text:?}"));
+        (n.parse().unwrap(), t.parse().unwrap())
+    };
+    // Whole lines only, and the last one written before the pause.
+    let bad = sh(&h, &from, "grep -cv '^[0-9]* [0-9.]*$' /home/user/log").await;
+    assert_eq!(bad, "0\n");
+    let (last, at) = line(&sh(&h, &from, "tail -n 1 /home/user/log").await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let next = sh(
+        &h,
+        &sbx,
+        &format!("grep -m 1 '^{} ' /home/user/log", last + 1),
+    )
+    .await;
+    let (_, resumed) = line(&next);
+    assert!(
+        resumed - at >= 0.005,
+        "line {} came {:.1} ms after the snapshot's last: written before the pause, missing from the snapshot",
+        last + 1,
+        (resumed - at) * 1e3
+    );
     h.server.shutdown().await;
 }
 
