@@ -187,6 +187,19 @@ pub fn unmount(mount_point: &Path) -> bool {
     }
 }
 
+/// Whether a loop device still reads `image`: a filesystem on it is still
+/// alive (held by processes of a dead server's sandbox that have not
+/// finished dying), and mounting the image again would make two.
+pub fn in_use(image: &Path) -> bool {
+    let Ok(devices) = std::fs::read_dir("/sys/block") else {
+        return false;
+    };
+    devices.flatten().any(|device| {
+        std::fs::read_to_string(device.path().join("loop/backing_file"))
+            .is_ok_and(|backing| Path::new(backing.trim_end()) == image)
+    })
+}
+
 /// Bytes `path` takes on its filesystem (its allocated blocks).
 pub fn allocated(path: &Path) -> u64 {
     std::fs::symlink_metadata(path).map_or(0, |m| m.blocks() * 512)

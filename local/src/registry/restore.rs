@@ -4,8 +4,9 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use crate::isolation::{unmount, DiskSource, Provision, DISKS_DIR};
+use crate::isolation::{in_use, unmount, DiskSource, Provision, DISKS_DIR};
 use crate::paths::SandboxPaths;
 use crate::sandbox::Sandbox;
 use crate::state::{from_unix_ms, valid_id, PausedRecord};
@@ -15,6 +16,8 @@ use super::{network_policy, Registry};
 /// The directories a server's self-test makes (and removes, unless it
 /// was killed meanwhile).
 const SELF_TEST_PREFIX: &str = "selftest-";
+/// How long a dead server's sandbox may take to let its disk go.
+const IMAGE_RELEASE: Duration = Duration::from_secs(3);
 
 impl Registry {
     /// Brings back the paused sandboxes recorded in the state directory,
@@ -72,8 +75,15 @@ impl Registry {
             if !image.is_file() {
                 return Err("its disk image is gone".into());
             }
-            // A server killed with it paused left it mounted.
-            if !unmount(paths.root()) {
+            // A server killed with it paused left it mounted, and its
+            // processes may take a moment to die and let it go.
+            let mut free = unmount(paths.root());
+            let started = Instant::now();
+            while free && in_use(&image) && started.elapsed() < IMAGE_RELEASE {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            free = free && !in_use(&image);
+            if !free {
                 return Err("its disk is still in use by what the previous server left".into());
             }
         } else if !paths.root().is_dir() {

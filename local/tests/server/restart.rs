@@ -149,10 +149,21 @@ impl ChildServer {
     }
 
     /// SIGTERM: a clean stop.
-    fn stop(mut self) {
-        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-        self.child.wait().unwrap();
+    fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for ChildServer {
+    /// Stops the child cleanly (it unmounts its disks) unless it is gone,
+    /// also when the test failed, before its state directory is removed.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
+            let _ = self.child.wait();
+        }
     }
 }
 
