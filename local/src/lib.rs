@@ -278,6 +278,10 @@ impl LocalServer {
             port: opts.port,
             source,
         })?;
+        if state.is_none() {
+            // What a server that keeps nothing left there when it died.
+            let _ = std::fs::remove_dir_all(data_dir.join(state::SNAPSHOTS_DIR));
+        }
         let snapshots =
             snapshots::Snapshots::open(&data_dir.join(state::SNAPSHOTS_DIR), opts.snapshot_budget)
                 .map_err(|source| StartError::DataDir {

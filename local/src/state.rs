@@ -79,7 +79,7 @@ impl StateDir {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
                 return Err(format!(
-                    "the state directory {} is in use by another server (choose another one)",
+                    "the state directory {} is in use by another server (give this one another: --state-dir, Options::state_dir)",
                     root.display()
                 ))
             }

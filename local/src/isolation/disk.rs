@@ -187,6 +187,17 @@ pub fn unmount(mount_point: &Path) -> bool {
     }
 }
 
+/// Thaws the filesystem on `mount_point` if a copy left it frozen (a
+/// server killed during a snapshot): its sandbox's processes could not
+/// die, nor its disk be let go, until it thaws.
+pub fn thaw_stale(mount_point: &Path) {
+    let _ = Command::new(find("fsfreeze").unwrap_or_else(|| "fsfreeze".into()))
+        .arg("-u")
+        .arg(mount_point)
+        .env_clear()
+        .output();
+}
+
 /// Whether a loop device still reads `image`: a filesystem on it is still
 /// alive (held by processes of a dead server's sandbox that have not
 /// finished dying), and mounting the image again would make two.

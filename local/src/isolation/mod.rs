@@ -35,7 +35,7 @@ use std::sync::Arc;
 use crate::paths::SandboxPaths;
 use crate::Isolation;
 use disk::Disk;
-pub use disk::{allocated, in_use, unmount};
+pub use disk::{allocated, in_use, thaw_stale, unmount};
 use ids::{HostIds, IdBlocks};
 pub use launcher::{DiskSource, Isolated, IsolationUnavailable, Launcher, Provision, DISKS_DIR};
 use limits::Enforcement;

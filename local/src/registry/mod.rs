@@ -249,8 +249,11 @@ impl Registry {
         let Some(sandbox) = self.get(id) else { return };
         if sandbox.auto_pause() {
             if let Err(e) = self.pause(&sandbox) {
-                tracing::warn!("cannot pause sandbox {id} at its timeout: {e}");
-                self.kill(id);
+                // Paused all the same: killing it would lose more.
+                tracing::error!(
+                    "sandbox {id} paused at its timeout, but not recorded (it will not outlive the server): {e}"
+                );
+                self.freeze(&sandbox);
             }
         } else {
             self.kill(id);
@@ -268,16 +271,23 @@ impl Registry {
         if let Some(state) = &self.state {
             state.save_paused(&paused_record(sandbox))?;
         }
+        let paused = self.freeze(sandbox);
+        if paused && self.state.is_some() {
+            sandbox.runner.sync_disk();
+        }
+        Ok(paused)
+    }
+
+    /// The pause itself: frozen, or stopped without a freezer. False if
+    /// it was paused already.
+    fn freeze(&self, sandbox: &Arc<Sandbox>) -> bool {
         match sandbox.pause() {
-            None => Ok(false),
+            None => false,
             Some(frozen) => {
-                if self.state.is_some() {
-                    sandbox.runner.sync_disk();
-                }
                 if !frozen {
                     self.spawn_or_run_now(Arc::clone(sandbox), true);
                 }
-                Ok(true)
+                true
             }
         }
     }

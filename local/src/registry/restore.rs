@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::isolation::{in_use, unmount, DiskSource, Provision, DISKS_DIR};
+use crate::isolation::{in_use, thaw_stale, unmount, DiskSource, Provision, DISKS_DIR};
 use crate::paths::SandboxPaths;
 use crate::sandbox::Sandbox;
 use crate::state::{from_unix_ms, valid_id, PausedRecord};
@@ -28,6 +28,11 @@ impl Registry {
         let Some(state) = &self.state else {
             return 0;
         };
+        if self.launcher.has_disks() {
+            for root in self.stale_roots() {
+                thaw_stale(&root);
+            }
+        }
         let (records, unreadable) = state.paused();
         let mut kept: HashSet<String> = unreadable.into_iter().collect();
         let mut restored = 0;
@@ -117,23 +122,33 @@ impl Registry {
         ))
     }
 
-    /// Removes the roots and disks of sandboxes not in `kept`: those that
-    /// were running when the previous server stopped.
-    fn sweep(&self, kept: &HashSet<String>) {
-        for entry in std::fs::read_dir(&self.data_dir)
+    /// The sandbox roots (and self-test roots) in the data directory.
+    fn stale_roots(&self) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&self.data_dir)
             .into_iter()
             .flatten()
             .flatten()
-        {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let ours = valid_id(&name) || name.starts_with(SELF_TEST_PREFIX);
-            if !ours || kept.contains(&name) || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            .filter(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                (valid_id(&name) || name.starts_with(SELF_TEST_PREFIX))
+                    && entry.file_type().is_ok_and(|t| t.is_dir())
+            })
+            .map(|entry| entry.path())
+            .collect()
+    }
+
+    /// Removes the roots and disks of sandboxes not in `kept`: those that
+    /// were running when the previous server stopped.
+    fn sweep(&self, kept: &HashSet<String>) {
+        for root in self.stale_roots() {
+            let name = root.file_name().map(|n| n.to_string_lossy().into_owned());
+            if name.is_some_and(|n| kept.contains(&n)) {
                 continue;
             }
             // Unmounted first: the walk below must not enter a disk.
-            unmount(&entry.path());
-            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
-                tracing::warn!("cannot remove {}: {e}", entry.path().display());
+            unmount(&root);
+            if let Err(e) = std::fs::remove_dir_all(&root) {
+                tracing::warn!("cannot remove {}: {e}", root.display());
             }
         }
         let disks = self.data_dir.join(DISKS_DIR);
