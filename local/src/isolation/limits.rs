@@ -239,7 +239,7 @@ fn sweep_dead_servers(group: &Path) {
     for server in servers.flatten() {
         let name = server.file_name();
         let is_pid = name.to_str().is_some_and(|n| n.parse::<u32>().is_ok());
-        if !is_pid || Path::new("/proc").join(&name).exists() {
+        if !is_pid || alive(&name) {
             continue;
         }
         if let Ok(sandboxes) = std::fs::read_dir(server.path()) {
@@ -251,6 +251,19 @@ fn sweep_dead_servers(group: &Path) {
         }
         let _ = std::fs::remove_dir(server.path());
     }
+}
+
+/// Whether process `pid` runs: it exists and is not a zombie (a server
+/// killed a moment ago whose parent has not reaped it yet is dead).
+fn alive(pid: &std::ffi::OsStr) -> bool {
+    let Ok(stat) = std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")) else {
+        return false;
+    };
+    // `pid (comm) S …`: the state follows the last `)`.
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    !matches!(state, Some("Z" | "X"))
 }
 
 /// Thaws the group `dir`, kills what is in it and removes it once empty
@@ -428,4 +441,25 @@ pub fn find(name: &str) -> Option<PathBuf> {
         .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_zombie_server_is_dead() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = std::ffi::OsString::from(child.id().to_string());
+        // Exited, not reaped yet: a zombie.
+        while std::fs::read_to_string(format!("/proc/{}/stat", child.id()))
+            .is_ok_and(|s| !s.contains(") Z"))
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(!super::alive(&pid));
+        child.wait().unwrap();
+        assert!(!super::alive(&pid));
+        assert!(super::alive(std::ffi::OsStr::new(
+            &std::process::id().to_string()
+        )));
+    }
 }
