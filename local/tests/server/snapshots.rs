@@ -168,6 +168,13 @@ async fn the_budget_refuses_a_snapshot_and_deletes_nothing() {
             .unwrap(),
     );
     assert_eq!(sh(&h, &from, "cat /home/user/kept").await, "kept\n");
+    // The v1 create starts sandboxes from snapshots too, by name.
+    let v1 = h
+        .api_json(Method::POST, "/sandboxes", &json!({"templateID": "first"}))
+        .await;
+    assert_eq!(v1.status(), 201);
+    let v1 = sandbox_of(&v1.json::<Value>().await.unwrap());
+    assert_eq!(sh(&h, &v1, "cat /home/user/kept").await, "kept\n");
     // Freed blocks are given back before a snapshot: it fits again.
     sh(&h, &sbx, "rm /home/user/big").await;
     assert_eq!(snapshot(&h, &sbx.id, json!({})).await.status(), 201);
