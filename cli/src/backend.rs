@@ -11,7 +11,9 @@ pub enum BackendKind {
     /// Needs `E2B_API_KEY`.
     E2b,
     /// The local E2B-compatible server (crate `e2b-local`), started in this
-    /// process on `127.0.0.1` with a fresh key.
+    /// process on `127.0.0.1` with a fresh key. It keeps nothing: its
+    /// sandboxes and snapshots go with the process (`e2b-tools local
+    /// serve` is the server that keeps them, in its state directory).
     Local,
 }
 

@@ -33,9 +33,14 @@ struct Front {
 }
 
 /// The whole server as one router.
-pub(crate) fn app(registry: Arc<Registry>, faults: Faults, api_key: String) -> Router {
+pub(crate) fn app(
+    registry: Arc<Registry>,
+    faults: Faults,
+    api_key: String,
+    time_scale: f64,
+) -> Router {
     let front = Front {
-        control: control_plane::router(Arc::clone(&registry), api_key),
+        control: control_plane::router(Arc::clone(&registry), api_key, time_scale),
         proxy: EdgeProxy::new(Arc::clone(&registry)),
         registry: Arc::clone(&registry),
     };
@@ -154,7 +159,7 @@ async fn sandbox_plane(front: &Front, t: Target, mut req: Request) -> Response {
         if !sandbox.auto_resume() {
             return sandbox_not_found(&t.sandbox_id);
         }
-        sandbox.resume(resume_timeout(&sandbox));
+        front.registry.resume(&sandbox, resume_timeout(&sandbox));
     }
     let authorized = match t.port {
         ENVD_PORT => {

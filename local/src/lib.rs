@@ -33,13 +33,17 @@ pub mod edge;
 mod edge_proxy;
 pub mod faults;
 mod http_errors;
+mod idempotency;
 mod isolation;
 mod names;
 mod paths;
 mod registry;
 mod sandbox;
 mod signature;
+mod snapshots;
+mod state;
 mod stats;
+mod templates;
 mod tls;
 
 /// The code interpreter envd runs in each sandbox.
@@ -82,7 +86,19 @@ pub struct Options {
     /// How processes are isolated.
     pub isolation: Isolation,
     /// Where sandbox roots live; `None` = a fresh temporary directory removed on shutdown.
+    /// Everything in it but paused sandboxes' and snapshots' goes at shutdown.
     pub data_dir: Option<PathBuf>,
+    /// Keep sandboxes and snapshots in this directory across restarts
+    /// (instead of `data_dir`, which must then be `None`): paused
+    /// sandboxes come back paused (their processes gone: they cold-boot
+    /// on their disks when resumed), snapshots stay; sandboxes running
+    /// when the server stopped, even by `kill -9`, are gone. One server
+    /// at a time may use it. [`default_state_dir`] is the standalone
+    /// server's default; `None` (the default here) keeps nothing.
+    pub state_dir: Option<PathBuf>,
+    /// The most bytes snapshots may take together (their allocated
+    /// blocks); a snapshot past it is refused with 507, deleting nothing.
+    pub snapshot_budget: u64,
     /// Sandbox TTLs run this many times faster than wall time (a TTL of `T`
     /// seconds lasts `T / time_scale` real seconds), for tests on a scaled clock.
     pub time_scale: f64,
@@ -108,6 +124,8 @@ impl Default for Options {
             max_sandboxes: 100,
             isolation: Isolation::Bwrap,
             data_dir: None,
+            state_dir: None,
+            snapshot_budget: DEFAULT_SNAPSHOT_BUDGET,
             time_scale: 1.0,
             limits: Limits::default(),
             cgroup_parent: None,
@@ -118,6 +136,28 @@ impl Default for Options {
 }
 
 pub use names::generate_api_key;
+
+/// [`Options::snapshot_budget`]'s default: 10 GiB.
+pub const DEFAULT_SNAPSHOT_BUDGET: u64 = 10 << 30;
+
+/// Where a standalone server keeps its state unless told otherwise:
+/// `/var/lib/e2b-tools/local` for root, else
+/// `$XDG_STATE_HOME/e2b-tools/local` or `~/.local/state/e2b-tools/local`;
+/// `None` without a home.
+pub fn default_state_dir() -> Option<PathBuf> {
+    if rustix::process::getuid().is_root() {
+        return Some(PathBuf::from("/var/lib/e2b-tools/local"));
+    }
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .and_then(absolute)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .and_then(absolute)
+                .map(|h| h.join(".local/state"))
+        })?;
+    Some(base.join("e2b-tools").join("local"))
+}
 
 /// Why the server did not start.
 #[derive(Debug, thiserror::Error)]
@@ -144,6 +184,9 @@ pub enum StartError {
     /// Invalid options.
     #[error("invalid options: {0}")]
     Options(String),
+    /// The state directory cannot be used (or another server uses it).
+    #[error("{0}")]
+    StateDir(String),
 }
 
 /// A running server. Dropping it stops it best-effort; prefer [`LocalServer::shutdown`].
@@ -154,6 +197,7 @@ pub struct LocalServer {
     registry: Arc<Registry>,
     faults: Faults,
     isolation: String,
+    state_dir: Option<PathBuf>,
     shutdown_tx: Option<tokio::sync::oneshot::Sender<()>>,
     serve_task: Option<tokio::task::JoinHandle<()>>,
     _temp_dir: Option<tempfile::TempDir>,
@@ -171,7 +215,18 @@ impl LocalServer {
         if opts.api_key.is_empty() {
             return Err(StartError::Options("api_key must not be empty".into()));
         }
-        let (temp_dir, data_dir) = match &opts.data_dir {
+        if opts.state_dir.is_some() && opts.data_dir.is_some() {
+            return Err(StartError::Options(
+                "set data_dir or state_dir, not both".into(),
+            ));
+        }
+        let state = opts
+            .state_dir
+            .as_deref()
+            .map(state::StateDir::open)
+            .transpose()
+            .map_err(StartError::StateDir)?;
+        let (temp_dir, data_dir) = match opts.state_dir.as_ref().or(opts.data_dir.as_ref()) {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(|source| StartError::DataDir {
                     path: dir.clone(),
@@ -223,20 +278,44 @@ impl LocalServer {
             port: opts.port,
             source,
         })?;
-        let registry = Registry::new(
+        if state.is_none() {
+            // What a server that keeps nothing left there when it died.
+            let _ = std::fs::remove_dir_all(data_dir.join(state::SNAPSHOTS_DIR));
+        }
+        let snapshots =
+            snapshots::Snapshots::open(&data_dir.join(state::SNAPSHOTS_DIR), opts.snapshot_budget)
+                .map_err(|source| StartError::DataDir {
+                    path: data_dir.join(state::SNAPSHOTS_DIR),
+                    source,
+                })?;
+        let registry = Registry::new(registry::RegistryParts {
             data_dir,
-            Arc::new(launcher),
-            opts.max_sandboxes,
-            opts.time_scale,
-            if opts.record_requests {
+            launcher: Arc::new(launcher),
+            max_sandboxes: opts.max_sandboxes,
+            time_scale: opts.time_scale,
+            counters: if opts.record_requests {
                 stats::Counters::recording()
             } else {
                 stats::Counters::default()
             },
-        );
+            state,
+            snapshots,
+        });
+        let restoring = Arc::clone(&registry);
+        let restored = tokio::task::spawn_blocking(move || restoring.restore())
+            .await
+            .unwrap_or(0);
+        if restored > 0 {
+            tracing::info!("{restored} paused sandboxes restored");
+        }
         registry.clone().spawn_reaper();
         let faults = Faults::new(registry.clone());
-        let app = dispatch::app(registry.clone(), faults.clone(), opts.api_key.clone());
+        let app = dispatch::app(
+            registry.clone(),
+            faults.clone(),
+            opts.api_key.clone(),
+            opts.time_scale,
+        );
         let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
         let shutdown = async move {
             let _ = shutdown_rx.await;
@@ -270,6 +349,7 @@ impl LocalServer {
             registry,
             faults,
             isolation,
+            state_dir: opts.state_dir.clone(),
             shutdown_tx: Some(shutdown_tx),
             serve_task: Some(serve_task),
             _temp_dir: temp_dir,
@@ -303,6 +383,12 @@ impl LocalServer {
     /// message): users, limits, disk and network.
     pub fn isolation(&self) -> &str {
         &self.isolation
+    }
+
+    /// The state directory paused sandboxes and snapshots are kept in
+    /// across restarts ([`Options::state_dir`]); `None`: nothing is kept.
+    pub fn state_dir(&self) -> Option<&std::path::Path> {
+        self.state_dir.as_deref()
     }
 
     /// The fault-injection handle.

@@ -79,6 +79,52 @@ impl Sandbox {
         }
     }
 
+    /// The same sandbox as it was kept paused by a server that stopped:
+    /// paused, its processes gone (it cold-boots when it resumes).
+    pub fn restored(mut self, started_at: SystemTime, end_at: SystemTime) -> Self {
+        self.started_at = started_at;
+        if let Ok(life) = self.life.get_mut() {
+            life.state = State::Paused;
+            life.frozen = false;
+            life.end_at = end_at;
+        }
+        self.gone.send_replace(true);
+        self
+    }
+
+    /// The expiry shown to clients.
+    pub fn end_at(&self) -> SystemTime {
+        self.life
+            .lock()
+            .map(|l| l.end_at)
+            .unwrap_or_else(|_| SystemTime::now())
+    }
+
+    /// Copies its disk to `dest` with its processes frozen for the copy
+    /// (the freezer where there is one; the copy itself freezes the
+    /// filesystem), as E2B pauses the VM for a snapshot; it runs on
+    /// afterwards. Only a running sandbox: `Ok(false)` when it is paused.
+    /// `durable`: the copy is on disk before this returns.
+    pub fn snapshot_disk(&self, dest: &std::path::Path, durable: bool) -> std::io::Result<bool> {
+        let froze = match self.life.lock() {
+            Ok(l) if l.state == State::Running => self.runner.freeze(),
+            _ => return Ok(false),
+        };
+        let copied = self.runner.copy_disk(dest);
+        // Unless it was paused meanwhile (and stays frozen for that).
+        if let Ok(l) = self.life.lock() {
+            if froze && l.state == State::Running {
+                self.runner.thaw();
+            }
+        }
+        copied?;
+        // Flushed once the sandbox runs again: it need not wait for that.
+        if durable {
+            std::fs::File::open(dest)?.sync_all()?;
+        }
+        Ok(true)
+    }
+
     pub fn state(&self) -> State {
         self.life.lock().map(|l| l.state).unwrap_or(State::Paused)
     }

@@ -115,8 +115,8 @@ impl Counters {
     }
 }
 
-/// The route pattern of a request path: the segment after `sandboxes` or
-/// `contexts` is an id.
+/// The route pattern of a request path: the segment after `sandboxes`,
+/// `contexts` or `templates` is an id.
 pub(crate) fn route_pattern(path: &str) -> String {
     let mut out = Vec::new();
     let mut id_next = false;
@@ -126,7 +126,7 @@ pub(crate) fn route_pattern(path: &str) -> String {
             id_next = false;
             continue;
         }
-        id_next = seg == "sandboxes" || seg == "contexts";
+        id_next = seg == "sandboxes" || seg == "contexts" || seg == "templates";
         out.push(seg);
     }
     out.join("/")

@@ -99,11 +99,18 @@ pub(crate) struct CallArgs {
 pub(crate) enum LocalCommand {
     /// Run the local server for the official E2B SDKs until Ctrl-C; prints
     /// `export` lines for the E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY
-    /// to use (on stdout; everything else goes to stderr).
+    /// to use (on stdout; everything else goes to stderr). Paused
+    /// sandboxes and snapshots are kept in its state directory across
+    /// restarts.
     Serve {
         /// Port on 127.0.0.1 (0 picks a free one).
         #[arg(long, default_value_t = 0)]
         port: u16,
+        /// Where paused sandboxes and snapshots are kept (one server at a
+        /// time). Default: /var/lib/e2b-tools/local as root, else
+        /// $XDG_STATE_HOME/e2b-tools/local or ~/.local/state/e2b-tools/local.
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
     },
 }
 

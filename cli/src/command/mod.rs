@@ -61,8 +61,8 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
             None => mcp(&cli.global).await,
         },
         Command::Local {
-            command: LocalCommand::Serve { port },
-        } => local_serve(&cli.global, port).await,
+            command: LocalCommand::Serve { port, state_dir },
+        } => local_serve(&cli.global, port, state_dir).await,
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -344,9 +344,14 @@ async fn mcp(global: &GlobalArgs) -> Result<u8, CliFailure> {
 }
 
 /// `local serve`: the local server alone, for the official SDKs.
-async fn local_serve(global: &GlobalArgs, port: u16) -> Result<u8, CliFailure> {
+async fn local_serve(
+    global: &GlobalArgs,
+    port: u16,
+    state_dir: Option<std::path::PathBuf>,
+) -> Result<u8, CliFailure> {
     let options = e2b_local::Options {
         port,
+        state_dir: state_dir.or_else(e2b_local::default_state_dir),
         isolation: if global.no_isolation {
             e2b_local::Isolation::None
         } else {
@@ -367,6 +372,13 @@ async fn local_serve(global: &GlobalArgs, port: u16) -> Result<u8, CliFailure> {
             server.url()
         );
         eprintln!("e2b-tools: {}", server.isolation());
+        match server.state_dir() {
+            Some(dir) => eprintln!(
+                "e2b-tools: state: {} (paused sandboxes and snapshots are kept)",
+                dir.display()
+            ),
+            None => eprintln!("e2b-tools: state: none (nothing is kept)"),
+        }
     })
     .await
     .map_err(CliFailure::host)?;

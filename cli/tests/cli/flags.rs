@@ -371,7 +371,9 @@ fn readiness_timeout_ms_sets_how_long_a_port_is_waited_for() {
 
 #[test]
 fn local_serve_prints_export_lines_a_shell_can_source() {
-    let mut server = e2b_tools(&["local", "serve", "--port", "0"])
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    let mut server = e2b_tools(&["local", "serve", "--port", "0", "--state-dir", state_dir])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -35,12 +35,15 @@ fn the_official_python_client_over_streamable_http() {
         "set E2B_TOOLS_PYTHON to a Python with the `mcp` and `jsonschema` packages \
          (`scripts/bootstrap --test` makes target/pyenv)",
     );
-    let mut local = crate::binary::e2b_tools(&["local", "serve", "--port", "0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the local server starts");
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    let mut local =
+        crate::binary::e2b_tools(&["local", "serve", "--port", "0", "--state-dir", state_dir])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the local server starts");
     let mut exports = BufReader::new(local.stdout.take().unwrap());
     let mut env = std::collections::BTreeMap::new();
     for _ in 0..3 {

@@ -122,6 +122,17 @@ impl IdBlocks {
         Some(SUBID_BASE + slot * SUBID_COUNT)
     }
 
+    /// The block at `base` if it is free (a sandbox whose files belong to
+    /// it resuming after a restart).
+    pub fn take_exact(&self, base: u32) -> Option<u32> {
+        let offset = base.checked_sub(SUBID_BASE)?;
+        let slot = offset / SUBID_COUNT;
+        if offset % SUBID_COUNT != 0 || slot >= SLOTS {
+            return None;
+        }
+        self.used.lock().ok()?.insert(slot).then_some(base)
+    }
+
     /// Returns a block taken with [`IdBlocks::take`].
     pub fn give_back(&self, base: u32) {
         if let Ok(mut used) = self.used.lock() {
@@ -146,6 +157,10 @@ mod tests {
         assert_eq!(ids.host(SandboxUser::User), Some((a + 1000, a + 1000)));
         assert_eq!(ids.maps().uid_map, format!("0 {a} 65536\n"));
         assert!(!ids.maps().deny_setgroups);
+        assert_eq!(blocks.take_exact(a), None, "in use");
+        assert_eq!(blocks.take_exact(a + 1), None, "not a block");
+        blocks.give_back(a);
+        assert_eq!(blocks.take_exact(a), Some(a));
         blocks.give_back(a);
     }
 

@@ -51,26 +51,57 @@ pub struct Isolated {
 pub struct IsolationUnavailable(pub String);
 
 /// What a new sandbox is made of.
-pub struct Provision<'a> {
+pub struct Provision {
     /// Its id.
-    pub id: &'a str,
+    pub id: String,
     /// Its host directories.
     pub paths: SandboxPaths,
     /// Whether it may reach the internet.
     pub internet: bool,
     /// Its template (`code-interpreter-v1` brings its environment).
-    pub template: &'a str,
+    pub template: String,
     /// Its global environment variables (create's `envVars`).
     pub env_vars: BTreeMap<String, String>,
+    /// What its files start as.
+    pub disk: DiskSource,
+    /// The uid block its files already belong to (a paused sandbox kept
+    /// as a directory, not a disk image, resuming after a restart).
+    pub id_block: Option<u32>,
+}
+
+/// What a new sandbox's files start as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiskSource {
+    /// Empty directories (on a new disk where the server makes disks).
+    Fresh,
+    /// A copy of this disk image (a snapshot's).
+    CopyOf(PathBuf),
+    /// This disk image, moved into place (a fork's).
+    Take(PathBuf),
+    /// What the sandbox had: its image or its directory (a paused
+    /// sandbox after a restart).
+    Existing,
 }
 
 impl Launcher {
     /// Removes what [`Launcher::detect`] and [`Launcher::provision`] left
-    /// in `data_dir` beside the sandbox roots (at shutdown).
-    pub fn clean_up(data_dir: &Path) {
-        for dir in [DISKS_DIR, rootfs::ROOTFS_DIR, envd::ENVD_DIR] {
+    /// in `data_dir` beside the sandbox roots (at shutdown); the disks
+    /// stay when `keep_disks` (a persistent server's paused sandboxes').
+    pub fn clean_up(data_dir: &Path, keep_disks: bool) {
+        let dirs: &[&str] = if keep_disks {
+            &[rootfs::ROOTFS_DIR, envd::ENVD_DIR]
+        } else {
+            &[DISKS_DIR, rootfs::ROOTFS_DIR, envd::ENVD_DIR]
+        };
+        for dir in dirs {
             let _ = std::fs::remove_dir_all(data_dir.join(dir));
         }
+    }
+
+    /// Whether sandboxes live on disk images, which snapshots and forks
+    /// copy (a server run as root with loop devices).
+    pub fn has_disks(&self) -> bool {
+        matches!(self, Launcher::Bwrap(iso) if iso.disks)
     }
 
     /// One line saying which layers are in force, for the startup log.

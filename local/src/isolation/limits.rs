@@ -5,12 +5,12 @@
 //! controllers), every sandbox gets its own cgroup; else each process gets
 //! rlimits (a process cap per uid, address space, file size), which are
 //! weaker. The writable directories live on a size-limited ext4 image
-//! mounted through a loop device where the server is root, so a disk
-//! filler gets `ENOSPC` inside its sandbox; otherwise only the file size
-//! is capped. [`Limits`] are what `GET /sandboxes/{id}` reports.
+//! mounted through a loop device where the server is root
+//! ([`super::disk`]), so a disk filler gets `ENOSPC` inside its sandbox;
+//! otherwise only the file size is capped. [`Limits`] are what
+//! `GET /sandboxes/{id}` reports.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// What each sandbox may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,21 +82,23 @@ impl Enforcement {
         if let (Some(memory), Some(pids), Some(cpu)) = (v1("memory"), v1("pids"), v1("cpu")) {
             let mine = [&memory, &pids, &cpu].map(|d| d.join(&own));
             if mine.iter().all(|d| std::fs::create_dir_all(d).is_ok()) {
-                for d in [&memory, &pids, &cpu] {
-                    sweep_dead_servers(d);
-                }
-                // Where `cpu` does not count usage itself (cpu and cpuacct
-                // mounted apart), the counting group joins the set.
                 let own_group = |d: PathBuf| {
                     std::fs::create_dir_all(d.join(&own)).ok()?;
                     sweep_dead_servers(&d);
                     Some(d.join(&own))
                 };
+                // Dead servers' frozen sandboxes thaw first, or their
+                // processes could not die.
+                let freezer = v1("freezer").and_then(own_group);
+                for d in [&memory, &pids, &cpu] {
+                    sweep_dead_servers(d);
+                }
+                // Where `cpu` does not count usage itself (cpu and cpuacct
+                // mounted apart), the counting group joins the set.
                 let cpuacct = (!cpu.join("cpuacct.usage").exists())
                     .then(|| v1("cpuacct"))
                     .flatten()
                     .and_then(own_group);
-                let freezer = v1("freezer").and_then(own_group);
                 let [memory, pids, cpu] = mine;
                 return Enforcement::CgroupV1 {
                     memory,
@@ -226,8 +228,10 @@ impl Enforcement {
 const CPU_PERIOD_US: u64 = 100_000;
 
 /// Removes the groups of servers that are gone (`<pid>` directories whose
-/// process no longer exists); the kernel removes only empty groups, so
-/// nothing in use goes.
+/// process no longer exists). A server killed with its sandboxes paused
+/// leaves them frozen, the kill their death sent them pending: each
+/// group is thawed and its processes killed, so their disks can be
+/// unmounted and reused, before it is removed.
 fn sweep_dead_servers(group: &Path) {
     let Ok(servers) = std::fs::read_dir(group) else {
         return;
@@ -235,17 +239,51 @@ fn sweep_dead_servers(group: &Path) {
     for server in servers.flatten() {
         let name = server.file_name();
         let is_pid = name.to_str().is_some_and(|n| n.parse::<u32>().is_ok());
-        if !is_pid || Path::new("/proc").join(&name).exists() {
+        if !is_pid || alive(&name) {
             continue;
         }
         if let Ok(sandboxes) = std::fs::read_dir(server.path()) {
             for sandbox in sandboxes.flatten() {
                 if sandbox.file_type().is_ok_and(|t| t.is_dir()) {
-                    let _ = std::fs::remove_dir(sandbox.path());
+                    end_group(&sandbox.path());
                 }
             }
         }
         let _ = std::fs::remove_dir(server.path());
+    }
+}
+
+/// Whether process `pid` runs: it exists and is not a zombie (a server
+/// killed a moment ago whose parent has not reaped it yet is dead).
+fn alive(pid: &std::ffi::OsStr) -> bool {
+    let Ok(stat) = std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")) else {
+        return false;
+    };
+    // `pid (comm) S …`: the state follows the last `)`.
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    !matches!(state, Some("Z" | "X"))
+}
+
+/// Thaws the group `dir`, kills what is in it and removes it once empty
+/// (within a second). The pids come from the kernel's `cgroup.procs`.
+fn end_group(dir: &Path) {
+    let _ = std::fs::write(dir.join("freezer.state"), "THAWED");
+    let _ = std::fs::write(dir.join("cgroup.freeze"), "0");
+    if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+    for _ in 0..100 {
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 
@@ -396,75 +434,6 @@ impl Drop for Cgroup {
     }
 }
 
-/// The size-limited filesystem behind a sandbox's writable directories.
-#[derive(Debug)]
-pub struct Disk {
-    mount_point: PathBuf,
-    image: PathBuf,
-}
-
-impl Disk {
-    /// Whether disks can be made here (root, `mkfs.ext4`, loop devices).
-    pub fn available(privileged: bool) -> bool {
-        privileged
-            && Path::new("/dev/loop-control").exists()
-            && find("mkfs.ext4").is_some()
-            && find("mount").is_some()
-    }
-
-    /// Makes a sparse ext4 image of `size_mb` at `image` and mounts it on
-    /// `mount_point` (`nosuid,nodev`): about 25 ms.
-    pub fn create(image: &Path, mount_point: &Path, size_mb: u32) -> std::io::Result<Disk> {
-        let file = std::fs::File::create(image)?;
-        file.set_len(u64::from(size_mb) << 20)?;
-        drop(file);
-        run(
-            Command::new(find("mkfs.ext4").unwrap_or_else(|| "mkfs.ext4".into()))
-                .args(["-q", "-F", "-m", "0", "-O", "^has_journal"])
-                .args(["-E", "lazy_itable_init=1,nodiscard"])
-                .arg(image),
-        )?;
-        std::fs::create_dir_all(mount_point)?;
-        run(
-            Command::new(find("mount").unwrap_or_else(|| "mount".into()))
-                .args(["-o", "loop,nosuid,nodev,noatime"])
-                .arg(image)
-                .arg(mount_point),
-        )?;
-        // mkfs leaves lost+found; the sandbox's directories are all it holds.
-        let _ = std::fs::remove_dir(mount_point.join("lost+found"));
-        Ok(Disk {
-            mount_point: mount_point.to_path_buf(),
-            image: image.to_path_buf(),
-        })
-    }
-}
-
-impl Drop for Disk {
-    fn drop(&mut self) {
-        // Lazy: a process of a dead sandbox may still hold a file for a moment.
-        let _ = Command::new(find("umount").unwrap_or_else(|| "umount".into()))
-            .arg("-l")
-            .arg(&self.mount_point)
-            .status();
-        let _ = std::fs::remove_file(&self.image);
-    }
-}
-
-fn run(cmd: &mut Command) -> std::io::Result<()> {
-    let out = cmd.output()?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(std::io::Error::other(format!(
-            "{:?} failed ({}): {}",
-            cmd.get_program(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
-    }
-}
-
 /// `name` in `PATH` or the system directories (`/sbin` is not on every `PATH`).
 pub fn find(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -472,4 +441,25 @@ pub fn find(name: &str) -> Option<PathBuf> {
         .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_zombie_server_is_dead() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = std::ffi::OsString::from(child.id().to_string());
+        // Exited, not reaped yet: a zombie.
+        while std::fs::read_to_string(format!("/proc/{}/stat", child.id()))
+            .is_ok_and(|s| !s.contains(") Z"))
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(!super::alive(&pid));
+        child.wait().unwrap();
+        assert!(!super::alive(&pid));
+        assert!(super::alive(std::ffi::OsStr::new(
+            &std::process::id().to_string()
+        )));
+    }
 }

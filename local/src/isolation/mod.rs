@@ -16,7 +16,9 @@
 //! privilege from the sandbox.
 
 mod anchor;
+pub mod disk;
 pub mod envd;
+mod idmap;
 pub mod ids;
 mod launcher;
 pub mod limits;
@@ -30,14 +32,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use e2b_wire::envd_setup::SandboxUser;
-
 use crate::paths::SandboxPaths;
 use crate::Isolation;
+use disk::Disk;
+pub use disk::{allocated, in_use, thaw_stale, unmount};
 use ids::{HostIds, IdBlocks};
-pub use launcher::{Isolated, IsolationUnavailable, Launcher, Provision, DISKS_DIR};
+pub use launcher::{DiskSource, Isolated, IsolationUnavailable, Launcher, Provision, DISKS_DIR};
+use limits::Enforcement;
 pub use limits::Limits;
-use limits::{Disk, Enforcement};
 use network::Internet;
 use rootfs::{RootFs, TemplateEnvs};
 pub use runner::{PortError, SandboxRunner};
@@ -97,10 +99,16 @@ impl Launcher {
     }
 
     /// Makes the host side of a sandbox (its disk, directories, cgroup
-    /// and ids) and a runner that starts it on first use.
-    pub fn provision(&self, p: Provision<'_>) -> std::io::Result<SandboxRunner> {
+    /// and ids) and a runner that starts it on first use. A sandbox that
+    /// cannot be made leaves nothing behind, except what it was to resume
+    /// ([`DiskSource::Existing`]), which stays as it was.
+    pub fn provision(&self, p: Provision) -> std::io::Result<SandboxRunner> {
         let Launcher::Bwrap(iso) = self else {
-            p.paths.create()?;
+            match &p.disk {
+                DiskSource::Fresh => p.paths.create()?,
+                DiskSource::Existing => {}
+                _ => return Err(no_disks()),
+            }
             return Ok(SandboxRunner::new(
                 self.clone(),
                 p,
@@ -109,10 +117,35 @@ impl Launcher {
             ));
         };
         let mut held = runner::Held::default();
+        let made = self.make_host_side(iso, &p, &mut held);
+        match made {
+            Ok(ids) => Ok(SandboxRunner::new(self.clone(), p, held, Some(ids))),
+            Err(e) => {
+                if p.disk == DiskSource::Existing {
+                    if let Some(disk) = held.disk.take() {
+                        disk.detach();
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn make_host_side(
+        &self,
+        iso: &Isolated,
+        p: &Provision,
+        held: &mut runner::Held,
+    ) -> std::io::Result<HostIds> {
         let ids = if iso.privileged {
-            let base = IdBlocks::global()
-                .take()
-                .ok_or_else(|| std::io::Error::other("no free uid block"))?;
+            // A directory's files keep the block they were made with; a
+            // disk is mapped onto whichever block the sandbox gets.
+            let wanted = p.id_block.filter(|_| !iso.disks);
+            let base = match wanted {
+                Some(base) => IdBlocks::global().take_exact(base),
+                None => IdBlocks::global().take(),
+            }
+            .ok_or_else(|| std::io::Error::other("no free uid block"))?;
             held.block = Some(base);
             HostIds::Block { base }
         } else {
@@ -121,28 +154,36 @@ impl Launcher {
                 gid: iso.own_ids.1,
             }
         };
+        let root = p.paths.root();
         if iso.disks {
+            let base = held.block.unwrap_or(0);
             let disks = p.paths.data_dir().join(DISKS_DIR);
-            std::fs::create_dir_all(&disks)?;
-            let image = disks.join(p.id).with_extension("img");
-            held.disk = Some(Disk::create(&image, p.paths.root(), iso.limits.disk_mb)?);
+            private_dir(&disks)?;
+            let image = disks.join(&p.id).with_extension("img");
+            held.disk = Some(match &p.disk {
+                // The image stores the ids inside: root 0, user 1000.
+                DiskSource::Fresh => Disk::create(&image, root, iso.limits.disk_mb, base, || {
+                    lay_out(&p.paths, Some(0))
+                })?,
+                DiskSource::CopyOf(source) => {
+                    disk::copy_sparse(source, &image, false)?;
+                    attach_new(&image, root, base)?
+                }
+                DiskSource::Take(source) => {
+                    std::fs::rename(source, &image)?;
+                    attach_new(&image, root, base)?
+                }
+                DiskSource::Existing => Disk::attach(&image, root, base)?,
+            });
+        } else {
+            match &p.disk {
+                DiskSource::Fresh => lay_out(&p.paths, held.block)?,
+                DiskSource::Existing => {}
+                _ => return Err(no_disks()),
+            }
         }
-        p.paths.create()?;
-        if let Some((uid, gid)) = ids.host(SandboxUser::User).filter(|_| iso.privileged) {
-            let (root_uid, root_gid) = ids.host(SandboxUser::Root).unwrap_or((uid, gid));
-            let root = p.paths.root();
-            chown(root, uid, gid)?;
-            chown(&root.join("home"), root_uid, root_gid)?;
-            chown(&p.paths.home(), uid, gid)?;
-            chown(&p.paths.root_home(), root_uid, root_gid)?;
-            chown(&p.paths.tmp(), root_uid, root_gid)?;
-            chown(&root.join("var"), root_uid, root_gid)?;
-            chown(&p.paths.var_tmp(), root_uid, root_gid)?;
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700))?;
-        }
-        held.cgroup = iso.enforcement.create(p.id, &iso.limits)?;
-        Ok(SandboxRunner::new(self.clone(), p, held, Some(ids)))
+        held.cgroup = iso.enforcement.create(&p.id, &iso.limits)?;
+        Ok(ids)
     }
 
     /// Runs a command in a throwaway sandbox to prove the set-up works.
@@ -152,11 +193,13 @@ impl Launcher {
         let paths = SandboxPaths::new(root.clone(), data_dir.to_path_buf());
         let runner = self
             .provision(Provision {
-                id: &id,
+                id: id.clone(),
                 paths: paths.clone(),
                 internet: false,
-                template: "base",
+                template: "base".into(),
                 env_vars: BTreeMap::new(),
+                disk: DiskSource::Fresh,
+                id_block: None,
             })
             .map_err(|e| IsolationUnavailable(format!("cannot prepare a sandbox: {e}")))?;
         let outcome = runner
@@ -175,6 +218,47 @@ impl Launcher {
             ))),
         }
     }
+}
+
+/// Mounts a new copy of an image; removes it when that fails.
+fn attach_new(image: &Path, root: &Path, base: u32) -> std::io::Result<Disk> {
+    Disk::attach(image, root, base).inspect_err(|_| {
+        let _ = std::fs::remove_file(image);
+    })
+}
+
+fn no_disks() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "this server keeps no disk images (they need a server run as root, with loop devices)",
+    )
+}
+
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
+/// Makes a new sandbox's directories; with `owners`, the block whose ids
+/// own them (its `root` at `owners`, `user` 1000 above): the sandbox's
+/// root directory is `user`'s, `0700`, the rest root's but `/home/user`.
+fn lay_out(paths: &SandboxPaths, owners: Option<u32>) -> std::io::Result<()> {
+    paths.create()?;
+    let Some(base) = owners else {
+        return Ok(());
+    };
+    let (root_id, user_id) = (base, base + ids::USER_ID);
+    let root = paths.root();
+    chown(root, user_id, user_id)?;
+    chown(&root.join("home"), root_id, root_id)?;
+    chown(&paths.home(), user_id, user_id)?;
+    chown(&paths.root_home(), root_id, root_id)?;
+    chown(&paths.tmp(), root_id, root_id)?;
+    chown(&root.join("var"), root_id, root_id)?;
+    chown(&paths.var_tmp(), root_id, root_id)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700))
 }
 
 fn chown(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {

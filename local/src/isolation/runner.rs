@@ -12,9 +12,10 @@ use e2b_wire::HOME_DIR;
 use tokio::io::AsyncReadExt;
 
 use super::anchor::{self, Anchor};
+use super::disk::Disk;
 use super::ids::{HostIds, IdBlocks};
 use super::launcher::{Launcher, Provision, SANDBOX_PATH};
-use super::limits::{Cgroup, Disk, Limits, Usage};
+use super::limits::{Cgroup, Limits, Usage};
 use super::network::Internet;
 use super::{rootfs, seccomp};
 use crate::paths::SandboxPaths;
@@ -81,20 +82,25 @@ pub struct SandboxRunner {
     internet: bool,
     template_env: Option<PathBuf>,
     config: EnvdConfig,
+    /// The template it runs on.
+    template: String,
+    /// Its cgroup and ids (its disk is apart: a copy of it holds the
+    /// disk's lock, not the cgroup's).
     held: Mutex<Option<Held>>,
+    disk: Mutex<Option<Disk>>,
     anchor: Mutex<Option<Anchor>>,
 }
 
 impl SandboxRunner {
     pub(super) fn new(
         launcher: Launcher,
-        p: Provision<'_>,
-        held: Held,
+        p: Provision,
+        mut held: Held,
         ids: Option<HostIds>,
     ) -> Self {
         let (template_env, internet, config) = match &launcher {
             Launcher::Bwrap(iso) => {
-                let env = iso.rootfs.templates().get(p.template).map(PathBuf::from);
+                let env = iso.rootfs.templates().get(&p.template).map(PathBuf::from);
                 // envd's tools (sudo) first, then the template's environment.
                 let path = match &env {
                     Some(env) => {
@@ -103,7 +109,7 @@ impl SandboxRunner {
                     None => format!("{TOOLS_DIR}:{SANDBOX_PATH}"),
                 };
                 let config = EnvdConfig {
-                    sandbox_id: p.id.to_string(),
+                    sandbox_id: p.id.clone(),
                     root: "/".into(),
                     home: HOME_DIR.into(),
                     path,
@@ -120,7 +126,7 @@ impl SandboxRunner {
             }
             Launcher::None { .. } => {
                 let config = EnvdConfig {
-                    sandbox_id: p.id.to_string(),
+                    sandbox_id: p.id.clone(),
                     root: p.paths.root().to_string_lossy().into_owned(),
                     home: p.paths.home().to_string_lossy().into_owned(),
                     path: SANDBOX_PATH.into(),
@@ -138,8 +144,67 @@ impl SandboxRunner {
             internet,
             template_env,
             config,
+            template: p.template,
+            disk: Mutex::new(held.disk.take()),
             held: Mutex::new(Some(held)),
             anchor: Mutex::new(None),
+        }
+    }
+
+    /// The template it runs on (`base`, `code-interpreter-v1`).
+    pub fn template(&self) -> &str {
+        &self.template
+    }
+
+    /// The uid block its users are, on a server run as root.
+    pub fn id_block(&self) -> Option<u32> {
+        match self.ids {
+            Some(HostIds::Block { base }) => Some(base),
+            _ => None,
+        }
+    }
+
+    /// Whether its files are on a disk image.
+    pub fn has_disk(&self) -> bool {
+        self.disk.lock().is_ok_and(|d| d.is_some())
+    }
+
+    /// Readies its disk for a copy (see [`Disk::ready_for_copy`]) and
+    /// says how many bytes its image then takes (allocated blocks), 0
+    /// without one.
+    pub fn ready_disk_for_copy(&self) -> u64 {
+        let Ok(disk) = self.disk.lock() else {
+            return 0;
+        };
+        disk.as_ref().map_or(0, |disk| {
+            disk.ready_for_copy();
+            super::disk::allocated(disk.image())
+        })
+    }
+
+    /// Copies its disk image to the new file `dest`, consistently (see
+    /// [`Disk::copy_to`]; its processes should be frozen). The disk stays
+    /// while the copy runs: a kill meanwhile waits for it.
+    pub fn copy_disk(&self, dest: &std::path::Path) -> std::io::Result<()> {
+        let disk = self
+            .disk
+            .lock()
+            .map_err(|_| std::io::Error::other("disk state poisoned"))?;
+        match disk.as_ref() {
+            Some(disk) => disk.copy_to(dest),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "the sandbox has no disk image",
+            )),
+        }
+    }
+
+    /// Flushes its disk to its image (a pause kept across restarts).
+    pub fn sync_disk(&self) {
+        if let Ok(disk) = self.disk.lock() {
+            if let Some(Err(e)) = disk.as_ref().map(Disk::sync) {
+                tracing::warn!("cannot flush a sandbox's disk: {e}");
+            }
         }
     }
 
@@ -408,8 +473,27 @@ impl SandboxRunner {
     /// Gives back what the sandbox holds on the host (cgroup, disk, ids);
     /// before its directory is removed.
     pub fn release(&self) {
+        self.give_back(false);
+    }
+
+    /// Gives back what the sandbox holds on the host but its disk image,
+    /// which stays (a paused sandbox at a persistent server's shutdown).
+    pub fn detach(&self) {
+        self.give_back(true);
+    }
+
+    fn give_back(&self, keep_image: bool) {
         self.stop();
-        let held = self.held.lock().ok().and_then(|mut h| h.take());
+        let mut held = self.held.lock().ok().and_then(|mut h| h.take());
+        // The cgroup first (empty now), then the disk, then the ids.
+        if let Some(held) = held.as_mut() {
+            held.cgroup.take();
+        }
+        let disk = self.disk.lock().ok().and_then(|mut d| d.take());
+        match disk {
+            Some(disk) if keep_image => disk.detach(),
+            other => drop(other),
+        }
         drop(held);
     }
 }

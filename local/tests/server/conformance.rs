@@ -106,6 +106,38 @@ async fn python_sdk_fidelity() {
     h.server.shutdown().await;
 }
 
+/// Snapshots, forks and idempotent creates (`snapshots.py`), on a server
+/// with disk images (root); without them snapshots are refused, which
+/// `snapshots::snapshot_and_fork_errors_are_clear` checks.
+#[tokio::test]
+async fn python_sdk_snapshots() {
+    let python = python_from(
+        "E2B_TOOLS_PYTHON",
+        "e2b==2.63.0 and e2b-code-interpreter==2.11.5",
+        "target/pyenv",
+    );
+    let h = start().await;
+    if !h.server.isolation().contains("ext4 image") {
+        return;
+    }
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/conformance/snapshots.py"
+    );
+    run_python(&h, &python, script, &[], "snapshot scenario passed").await;
+    let stats = h.server.stats();
+    assert_eq!(
+        stats.count("POST /sandboxes/{id}/snapshots"),
+        2,
+        "{stats:?}"
+    );
+    assert_eq!(stats.count("POST /sandboxes/{id}/fork"), 1, "{stats:?}");
+    assert_eq!(stats.count("DELETE /templates/{id}"), 3, "{stats:?}");
+    // The source, two from snapshots, two forks, one per idempotency key.
+    assert_eq!(stats.sandboxes_created, 6, "{stats:?}");
+    h.server.shutdown().await;
+}
+
 #[tokio::test]
 async fn python_sdk_v1_scenario() {
     let python = python_from("E2B_TOOLS_PYTHON_V1", "e2b==2.32.0", "target/pyenv-v1");

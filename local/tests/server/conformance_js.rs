@@ -82,3 +82,27 @@ async fn js_sdk_scenario() {
     assert!(stats.count("POST /execute") >= 5, "{stats:?}");
     h.server.shutdown().await;
 }
+
+/// Snapshots and forks through the JS SDK (`snapshots.mjs`), on a server
+/// with disk images (root).
+#[tokio::test]
+async fn js_sdk_snapshots() {
+    let dir = node_dir();
+    let h = start().await;
+    if !h.server.isolation().contains("ext4 image") {
+        return;
+    }
+    let mut node = tokio::process::Command::new("node");
+    node.arg("snapshots.mjs").current_dir(&dir);
+    let stdout = run_sdk_client(&h, node, "the JS SDK snapshot scenario").await;
+    assert!(stdout.trim_end().ends_with("OK 12 checks"), "{stdout}");
+    let stats = h.server.stats();
+    assert_eq!(stats.live_sandboxes, 0, "{stats:?}");
+    assert_eq!(
+        stats.count("POST /sandboxes/{id}/snapshots"),
+        2,
+        "{stats:?}"
+    );
+    assert_eq!(stats.count("POST /sandboxes/{id}/fork"), 1, "{stats:?}");
+    h.server.shutdown().await;
+}

@@ -15,5 +15,7 @@ mod escape;
 mod faults;
 mod processes;
 mod redteam;
+mod restart;
+mod snapshots;
 mod templates;
 mod ttl;

@@ -1,7 +1,10 @@
 //! The control plane (E2B's REST API): create, connect, set-timeout, get,
-//! list, pause and kill sandboxes. Both endpoint generations are served:
-//! `POST /v2/sandboxes` (SDK ≥ 2.51, default TTL 300 s) and `POST /sandboxes`
-//! (older SDKs, default TTL 15 s).
+//! list, pause and kill sandboxes; snapshots and forks ([`snapshots`]).
+//! Both endpoint generations are served: `POST /v2/sandboxes` (SDK ≥
+//! 2.51, default TTL 300 s) and `POST /sandboxes` (older SDKs, default TTL
+//! 15 s), with E2B's `Idempotency-Key` ([`crate::idempotency`]).
+
+mod snapshots;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,12 +16,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use e2b_wire::api::{
-    ConnectSandbox, NewSandbox, SetTimeout, DEFAULT_TIMEOUT_V1, DEFAULT_TIMEOUT_V2,
+    ConnectSandbox, NewSandbox, Sandbox as SandboxBody, SetTimeout, DEFAULT_TIMEOUT_V1,
+    DEFAULT_TIMEOUT_V2, IDEMPOTENCY_KEY_HEADER,
 };
+use http::HeaderMap;
 use http::StatusCode;
 use serde::de::DeserializeOwned;
 
 use crate::http_errors::api_error;
+use crate::idempotency::{check_key, Idempotency, RunError};
 use crate::registry::{CreateError, Registry};
 use crate::sandbox::State as LifeState;
 
@@ -32,11 +38,19 @@ const MAX_ENV_VARS_BYTES: usize = 64 << 10;
 #[derive(Clone)]
 struct Api {
     registry: Arc<Registry>,
+    /// Recent creates' idempotency keys and the sandboxes they made.
+    keys: Arc<Idempotency<SandboxBody>>,
 }
 
 /// The control-plane router; every route requires `X-API-KEY: api_key`.
-pub(crate) fn router(registry: Arc<Registry>, api_key: String) -> Router {
-    let api = Api { registry };
+/// Idempotency keys are remembered for [`crate::idempotency::WINDOW`]
+/// divided by `time_scale`.
+pub(crate) fn router(registry: Arc<Registry>, api_key: String, time_scale: f64) -> Router {
+    let window = crate::idempotency::WINDOW.div_f64(time_scale);
+    let api = Api {
+        registry,
+        keys: Arc::new(Idempotency::new(window)),
+    };
     let key = Arc::new(api_key);
     Router::new()
         .route("/v2/sandboxes", post(create_v2).get(list))
@@ -49,6 +63,10 @@ pub(crate) fn router(registry: Arc<Registry>, api_key: String) -> Router {
         .route("/v2/sandboxes/{id}/connect", post(connect))
         .route("/sandboxes/{id}/resume", post(connect))
         .route("/sandboxes/{id}/pause", post(pause))
+        .route("/sandboxes/{id}/snapshots", post(snapshots::create))
+        .route("/sandboxes/{id}/fork", post(snapshots::fork))
+        .route("/snapshots", get(snapshots::list))
+        .route("/templates/{id}", axum::routing::delete(snapshots::delete))
         .fallback(|| async { api_error(StatusCode::NOT_FOUND, "Not found") })
         .method_not_allowed_fallback(|| async {
             api_error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed")
@@ -118,44 +136,62 @@ fn check_timeout(secs: i64) -> Result<u64, Rejection> {
     Ok(secs as u64)
 }
 
-async fn create_v2(State(api): State<Api>, body: Bytes) -> Response {
-    create(api, &body, DEFAULT_TIMEOUT_V2).await
+async fn create_v2(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Response {
+    create(api, &headers, &body, DEFAULT_TIMEOUT_V2).await
 }
 
-/// The templates the local server knows, by E2B's public aliases: `base`
-/// (the SDK's default) and `code-interpreter-v1` (the code interpreter's).
-/// Both run on the host's own software under the sandbox's isolation;
-/// `code-interpreter-v1` adds its Python environment where `scripts/bootstrap`
-/// installed it (`isolation::rootfs::TemplateEnvs`, local/README.md).
-pub const TEMPLATES: [&str; 2] = ["base", e2b_wire::api::DEFAULT_TEMPLATE];
-
-async fn create_v1(State(api): State<Api>, body: Bytes) -> Response {
-    create(api, &body, DEFAULT_TIMEOUT_V1).await
+async fn create_v1(State(api): State<Api>, headers: HeaderMap, body: Bytes) -> Response {
+    create(api, &headers, &body, DEFAULT_TIMEOUT_V1).await
 }
 
-async fn create(api: Api, body: &[u8], default_timeout: u32) -> Response {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return api_error(StatusCode::BAD_REQUEST, "request body is required");
-    }
-    let request: NewSandbox = match parse(body) {
-        Ok(r) => r,
-        Err(rejection) => return rejection.into_response(),
+/// A create, answered once per idempotency key.
+async fn create(api: Api, headers: &HeaderMap, body: &[u8], default_timeout: u32) -> Response {
+    let made = match headers.get(IDEMPOTENCY_KEY_HEADER) {
+        None => create_sandbox(&api, body, default_timeout).await,
+        Some(key) => match check_key(key.as_bytes()) {
+            Err(e) => return api_error(StatusCode::BAD_REQUEST, e.to_string()),
+            Ok(key) => {
+                // The route counts: a v1 and a v2 create differ in defaults.
+                let route = default_timeout.to_le_bytes();
+                let keys = Arc::clone(&api.keys);
+                let made = keys
+                    .run(&key, &[&route, body], || {
+                        create_sandbox(&api, body, default_timeout)
+                    })
+                    .await;
+                match made {
+                    Ok(body) => Ok(body),
+                    Err(RunError::Failed(response)) => Err(response),
+                    Err(RunError::Key(e)) => Err(api_error(StatusCode::CONFLICT, e.to_string())),
+                }
+            }
+        },
     };
+    match made {
+        Ok(sandbox) => (StatusCode::CREATED, Json(sandbox)).into_response(),
+        Err(response) => response,
+    }
+}
+
+/// Makes the sandbox a create body asks for; the answer's body, or the
+/// error response.
+async fn create_sandbox(
+    api: &Api,
+    body: &[u8],
+    default_timeout: u32,
+) -> Result<SandboxBody, Response> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(api_error(
+            StatusCode::BAD_REQUEST,
+            "request body is required",
+        ));
+    }
+    let mut request: NewSandbox = parse(body).map_err(IntoResponse::into_response)?;
     if request.template_id.trim().is_empty() {
-        return api_error(StatusCode::BAD_REQUEST, "templateID is required");
+        return Err(api_error(StatusCode::BAD_REQUEST, "templateID is required"));
     }
-    // As E2B answers a template it does not know: not found, rather than a
-    // sandbox of something else.
-    if !TEMPLATES.contains(&request.template_id.as_str()) {
-        return api_error(
-            StatusCode::NOT_FOUND,
-            format!(
-                "template '{}' not found (this local server has {})",
-                request.template_id,
-                TEMPLATES.join(", ")
-            ),
-        );
-    }
+    let origin =
+        snapshots::origin(&api.registry, &mut request).map_err(IntoResponse::into_response)?;
     // They travel to envd in one control message.
     let env_size: usize = request
         .env_vars
@@ -163,26 +199,34 @@ async fn create(api: Api, body: &[u8], default_timeout: u32) -> Response {
         .map(|(k, v)| k.len() + v.len())
         .sum();
     if env_size > MAX_ENV_VARS_BYTES {
-        return api_error(
+        return Err(api_error(
             StatusCode::BAD_REQUEST,
             format!("envVars are too large ({env_size} bytes, at most {MAX_ENV_VARS_BYTES})"),
-        );
+        ));
     }
-    let timeout = match check_timeout(request.timeout.unwrap_or(i64::from(default_timeout))) {
-        Ok(t) => t,
-        Err(rejection) => return rejection.into_response(),
-    };
-    match api.registry.create(request, timeout) {
-        Ok(sandbox) => (StatusCode::CREATED, Json(sandbox.body())).into_response(),
-        Err(CreateError::TooMany(max)) => api_error(
+    let timeout = check_timeout(request.timeout.unwrap_or(i64::from(default_timeout)))
+        .map_err(IntoResponse::into_response)?;
+    match api.registry.create(request, timeout, origin).await {
+        Ok(sandbox) => Ok(sandbox.body()),
+        Err(e) => {
+            let (status, message) = create_error(e);
+            Err(api_error(status, message))
+        }
+    }
+}
+
+/// The status and message of a create that failed.
+fn create_error(e: CreateError) -> (StatusCode, String) {
+    match e {
+        CreateError::TooMany(max) => (
             StatusCode::TOO_MANY_REQUESTS,
             format!("you have reached the maximum number of concurrent sandboxes ({max})"),
         ),
-        Err(CreateError::Io(e)) => api_error(
+        CreateError::Io(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("cannot create the sandbox's filesystem: {e}"),
         ),
-        Err(CreateError::Unsupported(msg)) => api_error(StatusCode::BAD_REQUEST, msg),
+        CreateError::Unsupported(msg) => (StatusCode::BAD_REQUEST, msg),
     }
 }
 
@@ -268,7 +312,7 @@ async fn connect(State(api): State<Api>, Path(id): Path<String>, body: Bytes) ->
         Ok(t) => t,
         Err(rejection) => return rejection.into_response(),
     };
-    if sandbox.resume(timeout) {
+    if api.registry.resume(&sandbox, timeout) {
         (StatusCode::CREATED, Json(sandbox.body())).into_response()
     } else {
         sandbox.extend_timeout(timeout);
@@ -280,13 +324,16 @@ async fn pause(State(api): State<Api>, Path(id): Path<String>) -> Response {
     let Some(sandbox) = api.registry.get(&id) else {
         return not_found(&id);
     };
-    if api.registry.pause(&sandbox) {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        api_error(
+    match api.registry.pause(&sandbox) {
+        Ok(true) => StatusCode::NO_CONTENT.into_response(),
+        Ok(false) => api_error(
             StatusCode::CONFLICT,
             format!("Sandbox {id} is already paused"),
-        )
+        ),
+        Err(e) => api_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot record the pause of sandbox {id}: {e}"),
+        ),
     }
 }
 

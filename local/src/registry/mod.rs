@@ -1,0 +1,453 @@
+//! The live sandboxes: creation under a cap, lookup, kill, pause/resume and
+//! the reaper that enforces TTLs; on a persistent server, the records
+//! that keep paused sandboxes across restarts ([`restore`]); snapshots
+//! and forks ([`snapshot`]).
+
+mod restore;
+mod snapshot;
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use e2b_wire::api::NewSandbox;
+
+use crate::isolation::{DiskSource, Launcher, Provision};
+use crate::names::random_id;
+use crate::paths::SandboxPaths;
+use crate::sandbox::{Sandbox, State};
+use crate::snapshots::{Snapshots, StoreError};
+use crate::state::{unix_ms, PausedRecord, StateDir, SNAPSHOTS_DIR};
+use crate::stats::{Counters, Stats};
+
+/// How often the reaper looks for expired sandboxes.
+const REAP_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Why a sandbox could not be created.
+#[derive(Debug)]
+pub(crate) enum CreateError {
+    /// The cap on live sandboxes is reached.
+    TooMany(usize),
+    /// Its root could not be made.
+    Io(std::io::Error),
+    /// It asks for something the local backend cannot enforce.
+    Unsupported(String),
+}
+
+/// Why a snapshot (or a fork) was not taken.
+#[derive(Debug)]
+pub(crate) enum SnapshotError {
+    /// The server keeps no disk images.
+    Unsupported,
+    /// The sandbox is paused.
+    Paused,
+    /// The snapshot storage refused it.
+    Store(StoreError),
+    /// Copying failed.
+    Io(std::io::Error),
+}
+
+/// What a new sandbox is made from: the template it runs on, and what
+/// its files start as.
+pub(crate) struct Origin {
+    /// `base` or `code-interpreter-v1`.
+    pub template: String,
+    /// Empty, or a snapshot's disk.
+    pub disk: DiskSource,
+}
+
+impl Origin {
+    /// A new sandbox of `template`, with empty directories.
+    pub fn template(template: &str) -> Self {
+        Origin {
+            template: template.to_string(),
+            disk: DiskSource::Fresh,
+        }
+    }
+}
+
+/// The sandboxes alive, and the ids of those being made (they count
+/// against the cap while their disks are made, outside the lock).
+#[derive(Default)]
+struct Slots {
+    live: HashMap<String, Arc<Sandbox>>,
+    making: HashSet<String>,
+}
+
+pub(crate) struct Registry {
+    slots: Mutex<Slots>,
+    data_dir: PathBuf,
+    launcher: Arc<Launcher>,
+    max_sandboxes: usize,
+    time_scale: f64,
+    pub counters: Counters,
+    /// A persistent server's state directory.
+    state: Option<StateDir>,
+    pub snapshots: Snapshots,
+    reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Teardowns under way, awaited by a shutdown so roots are gone after it.
+    teardowns: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+/// What a registry is made with.
+pub(crate) struct RegistryParts {
+    pub data_dir: PathBuf,
+    pub launcher: Arc<Launcher>,
+    pub max_sandboxes: usize,
+    pub time_scale: f64,
+    pub counters: Counters,
+    pub state: Option<StateDir>,
+    pub snapshots: Snapshots,
+}
+
+impl Registry {
+    pub fn new(parts: RegistryParts) -> Arc<Self> {
+        Arc::new(Self {
+            slots: Mutex::default(),
+            data_dir: parts.data_dir,
+            launcher: parts.launcher,
+            max_sandboxes: parts.max_sandboxes,
+            time_scale: parts.time_scale,
+            counters: parts.counters,
+            state: parts.state,
+            snapshots: parts.snapshots,
+            reaper: Mutex::new(None),
+            teardowns: Mutex::default(),
+        })
+    }
+
+    /// Whether sandboxes live on disk images (snapshots and forks need them).
+    pub fn has_disks(&self) -> bool {
+        self.launcher.has_disks()
+    }
+
+    pub fn spawn_reaper(self: Arc<Self>) {
+        let weak = Arc::downgrade(&self);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(REAP_INTERVAL).await;
+                let Some(reg) = weak.upgrade() else { return };
+                let now = Instant::now();
+                let expired: Vec<String> = reg
+                    .all()
+                    .into_iter()
+                    .filter(|s| s.expired(now))
+                    .map(|s| s.id.clone())
+                    .collect();
+                for id in expired {
+                    reg.expire(&id);
+                }
+            }
+        });
+        if let Ok(mut r) = self.reaper.lock() {
+            *r = Some(task);
+        }
+    }
+
+    /// Makes a sandbox of `request` from `origin`: its place under the cap
+    /// is taken at once, its host side made off the runtime's threads (a
+    /// snapshot's disk is copied).
+    pub async fn create(
+        &self,
+        request: NewSandbox,
+        timeout_secs: u64,
+        origin: Origin,
+    ) -> Result<Arc<Sandbox>, CreateError> {
+        let internet = network_policy(&request).map_err(CreateError::Unsupported)?;
+        let id = {
+            let mut slots = self
+                .slots
+                .lock()
+                .map_err(|_| CreateError::Io(std::io::Error::other("registry poisoned")))?;
+            if slots.live.len() + slots.making.len() >= self.max_sandboxes {
+                return Err(CreateError::TooMany(self.max_sandboxes));
+            }
+            let id = loop {
+                let id = random_id(20);
+                if !slots.live.contains_key(&id) && !slots.making.contains(&id) {
+                    break id;
+                }
+            };
+            slots.making.insert(id.clone());
+            id
+        };
+        let paths = SandboxPaths::new(self.data_dir.join(&id), self.data_dir.clone());
+        let provision = Provision {
+            id: id.clone(),
+            paths: paths.clone(),
+            internet,
+            template: origin.template,
+            env_vars: request.env_vars.clone(),
+            disk: origin.disk,
+            id_block: None,
+        };
+        let launcher = Arc::clone(&self.launcher);
+        let root = paths.root().to_path_buf();
+        let made = tokio::task::spawn_blocking(move || {
+            launcher.provision(provision).inspect_err(|_| {
+                let _ = std::fs::remove_dir_all(&root);
+            })
+        })
+        .await
+        .map_err(std::io::Error::other)
+        .and_then(|made| made);
+        let mut slots = self
+            .slots
+            .lock()
+            .map_err(|_| CreateError::Io(std::io::Error::other("registry poisoned")))?;
+        slots.making.remove(&id);
+        let runner = made.map_err(|e| match e.kind() {
+            std::io::ErrorKind::Unsupported => CreateError::Unsupported(e.to_string()),
+            _ => CreateError::Io(e),
+        })?;
+        let sandbox = Arc::new(Sandbox::new(
+            id.clone(),
+            format!("envd_{}", random_id(32)),
+            request,
+            timeout_secs,
+            paths,
+            runner,
+            self.time_scale,
+        ));
+        slots.live.insert(id, Arc::clone(&sandbox));
+        self.counters.created();
+        Ok(sandbox)
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Sandbox>> {
+        self.slots.lock().ok()?.live.get(id).cloned()
+    }
+
+    pub fn all(&self) -> Vec<Arc<Sandbox>> {
+        self.slots
+            .lock()
+            .map(|m| m.live.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Removes a sandbox at once (later requests get 404/502) and tears it
+    /// down in the background. False if unknown.
+    pub fn kill(&self, id: &str) -> bool {
+        let removed = self.slots.lock().ok().and_then(|mut m| m.live.remove(id));
+        match removed {
+            Some(sandbox) => {
+                self.counters.killed();
+                sandbox.mark_dead();
+                if let Some(state) = &self.state {
+                    state.forget(id);
+                }
+                self.spawn_or_run_now(sandbox, false);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// What happens at the TTL: pause with autoPause, else kill.
+    pub fn expire(&self, id: &str) {
+        let Some(sandbox) = self.get(id) else { return };
+        if sandbox.auto_pause() {
+            if let Err(e) = self.pause(&sandbox) {
+                // Paused all the same: killing it would lose more.
+                tracing::error!(
+                    "sandbox {id} paused at its timeout, but not recorded (it will not outlive the server): {e}"
+                );
+                self.freeze(&sandbox);
+            }
+        } else {
+            self.kill(id);
+        }
+    }
+
+    /// Pauses: processes are frozen (or, without a freezer, stopped), the
+    /// filesystem stays. `Ok(false)` if already paused. A persistent
+    /// server records the pause first, so a pause it could not record
+    /// does not happen.
+    pub fn pause(&self, sandbox: &Arc<Sandbox>) -> std::io::Result<bool> {
+        if sandbox.state() == State::Paused {
+            return Ok(false);
+        }
+        if let Some(state) = &self.state {
+            state.save_paused(&paused_record(sandbox))?;
+        }
+        let paused = self.freeze(sandbox);
+        if paused && self.state.is_some() {
+            sandbox.runner.sync_disk();
+        }
+        Ok(paused)
+    }
+
+    /// The pause itself: frozen, or stopped without a freezer. False if
+    /// it was paused already.
+    fn freeze(&self, sandbox: &Arc<Sandbox>) -> bool {
+        match sandbox.pause() {
+            None => false,
+            Some(frozen) => {
+                if !frozen {
+                    self.spawn_or_run_now(Arc::clone(sandbox), true);
+                }
+                true
+            }
+        }
+    }
+
+    /// Resumes a paused sandbox with a fresh TTL of `secs`; false if it
+    /// was running.
+    pub fn resume(&self, sandbox: &Sandbox, secs: u64) -> bool {
+        let resumed = sandbox.resume(secs);
+        if resumed {
+            if let Some(state) = &self.state {
+                state.forget(&sandbox.id);
+            }
+        }
+        resumed
+    }
+
+    pub fn stats(&self) -> Stats {
+        let live = self.slots.lock().map(|m| m.live.len()).unwrap_or(0);
+        self.counters.snapshot(live)
+    }
+
+    fn drain(&self) -> Vec<Arc<Sandbox>> {
+        if let Ok(mut r) = self.reaper.lock() {
+            if let Some(t) = r.take() {
+                t.abort();
+            }
+        }
+        self.slots
+            .lock()
+            .map(|mut m| m.live.drain().map(|(_, s)| s).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether a sandbox outlives the server: a persistent server keeps
+    /// the paused ones (their disks and records).
+    fn kept(&self, sandbox: &Sandbox) -> bool {
+        self.state.is_some() && sandbox.state() == State::Paused
+    }
+
+    pub async fn shutdown_all(&self) {
+        for s in self.drain() {
+            if self.kept(&s) {
+                s.stop_processes().await;
+                let _ = tokio::task::spawn_blocking(move || s.runner.detach()).await;
+            } else {
+                if let Some(state) = &self.state {
+                    state.forget(&s.id);
+                }
+                teardown(s).await;
+            }
+        }
+        let pending = self
+            .teardowns
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for t in pending {
+            let _ = t.await;
+        }
+        self.clean_up();
+    }
+
+    /// Removes the server's files beside the sandbox roots, but what a
+    /// persistent server keeps (disks, snapshots, records).
+    fn clean_up(&self) {
+        Launcher::clean_up(&self.data_dir, self.state.is_some());
+        if self.state.is_none() {
+            let _ = std::fs::remove_dir_all(self.data_dir.join(SNAPSHOTS_DIR));
+        }
+    }
+
+    pub fn shutdown_all_now(&self) {
+        for s in self.drain() {
+            if self.kept(&s) {
+                s.runner.detach();
+            } else {
+                if let Some(state) = &self.state {
+                    state.forget(&s.id);
+                }
+                s.destroy_root();
+            }
+        }
+        self.clean_up();
+    }
+}
+
+/// What a paused sandbox needs to resume after a restart.
+fn paused_record(sandbox: &Sandbox) -> PausedRecord {
+    PausedRecord {
+        id: sandbox.id.clone(),
+        access_token: sandbox.access_token.clone(),
+        request: sandbox.request.clone(),
+        template: sandbox.runner.template().to_string(),
+        started_at_ms: unix_ms(sandbox.started_at),
+        end_at_ms: unix_ms(sandbox.end_at()),
+        id_block: sandbox.runner.id_block(),
+        disk_image: sandbox.runner.has_disk(),
+    }
+}
+
+impl Registry {
+    /// Stops a sandbox's processes (and removes its root unless
+    /// `keep_root`) in the background; outside a runtime, kills right away.
+    fn spawn_or_run_now(&self, sandbox: Arc<Sandbox>, keep_root: bool) {
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let task = handle.spawn(async move {
+                    if keep_root {
+                        sandbox.stop_processes().await;
+                    } else {
+                        teardown(sandbox).await;
+                    }
+                });
+                if let Ok(mut t) = self.teardowns.lock() {
+                    t.retain(|t| !t.is_finished());
+                    t.push(task);
+                }
+            }
+            Err(_) => {
+                sandbox.runner.stop();
+                if !keep_root {
+                    sandbox.destroy_root();
+                }
+            }
+        }
+    }
+}
+
+async fn teardown(sandbox: Arc<Sandbox>) {
+    sandbox.stop_processes().await;
+    let _ = tokio::task::spawn_blocking(move || sandbox.destroy_root()).await;
+}
+
+/// Whether a sandbox asking for `request` gets internet access. E2B's
+/// `allow_internet_access: false` and a `network.denyOut` of `0.0.0.0/0`
+/// without `allowOut` cut it; finer rules (allow or deny lists of hosts
+/// and CIDRs) cannot be enforced by the local backend's network stack and
+/// are refused rather than ignored.
+fn network_policy(request: &NewSandbox) -> Result<bool, String> {
+    let list = |key: &str, snake: &str| -> Vec<String> {
+        let Some(net) = request.network.as_ref() else {
+            return Vec::new();
+        };
+        net.get(key)
+            .or_else(|| net.get(snake))
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let allow = list("allowOut", "allow_out");
+    let deny = list("denyOut", "deny_out");
+    let denies_all = deny.iter().any(|d| d == "0.0.0.0/0");
+    if !allow.is_empty() || deny.iter().any(|d| d != "0.0.0.0/0") {
+        return Err(format!(
+            "network allowOut/denyOut rules other than denying all (\"0.0.0.0/0\") are not supported by the local backend (allowOut {allow:?}, denyOut {deny:?})"
+        ));
+    }
+    Ok(request.allow_internet_access != Some(false) && !denies_all)
+}

@@ -1,0 +1,265 @@
+//! A persistent server killed with `kill -9` and started again on its
+//! state directory: the paused sandbox comes back and resumes with its
+//! files, a snapshot still starts sandboxes, and a sandbox that was running
+//! is gone, its disk with it.
+//!
+//! The server runs as a child process: this test binary again, running
+//! only [`child_server`] (ignored otherwise), which serves on the state
+//! directory its environment names.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use e2b_local::Options;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::common::Sbx;
+
+/// The variable that makes [`child_server`] serve, on the directory it names.
+const STATE_DIR_VAR: &str = "E2B_LOCAL_TEST_STATE_DIR";
+
+/// Not a test on its own: the restart test's server, in a child process.
+#[tokio::test]
+#[ignore = "the restart test runs it in a child process"]
+async fn child_server() {
+    let Some(dir) = std::env::var_os(STATE_DIR_VAR) else {
+        return;
+    };
+    let opts = Options {
+        state_dir: Some(dir.into()),
+        ..Default::default()
+    };
+    e2b_local::serve_forever(opts, |server| {
+        println!("SERVING {} {}", server.url(), server.api_key());
+    })
+    .await
+    .expect("the child server runs");
+}
+
+/// A child server on `state`: the process, its URL and API key.
+struct ChildServer {
+    child: Child,
+    url: String,
+    key: String,
+    http: reqwest::Client,
+}
+
+impl ChildServer {
+    fn start(state: &Path) -> ChildServer {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "restart::child_server",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env(STATE_DIR_VAR, state)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        let (url, key) = loop {
+            line.clear();
+            assert!(
+                out.read_line(&mut line).unwrap() > 0,
+                "the child server did not start"
+            );
+            if let Some(rest) = line.trim().strip_prefix("SERVING ") {
+                let (url, key) = rest.split_once(' ').unwrap();
+                break (url.to_string(), key.to_string());
+            }
+        };
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        ChildServer {
+            child,
+            url,
+            key,
+            http,
+        }
+    }
+
+    fn api(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.url))
+            .header("X-API-KEY", &self.key)
+    }
+
+    async fn create(&self, body: Value) -> Sbx {
+        let resp = self
+            .api(Method::POST, "/v2/sandboxes")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 201);
+        let v: Value = resp.json().await.unwrap();
+        Sbx {
+            id: v["sandboxID"].as_str().unwrap().into(),
+            token: v["envdAccessToken"].as_str().unwrap().into(),
+        }
+    }
+
+    /// Writes `content` to `path` in `sbx` (envd's files API).
+    async fn write(&self, sbx: &Sbx, path: &str, content: &'static str) {
+        let resp = self
+            .envd(sbx, Method::POST, &format!("/files?path={path}"))
+            .header("content-type", "application/octet-stream")
+            .body(content)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+
+    /// `path` in `sbx`: the status and the content.
+    async fn read(&self, sbx: &Sbx, path: &str) -> (u16, String) {
+        let resp = self
+            .envd(sbx, Method::GET, &format!("/files?path={path}"))
+            .send()
+            .await
+            .unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    fn envd(&self, sbx: &Sbx, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.url))
+            .header("E2b-Sandbox-Id", &sbx.id)
+            .header("E2b-Sandbox-Port", "49983")
+            .header("X-Access-Token", &sbx.token)
+    }
+
+    async fn status(&self, method: Method, path: &str) -> u16 {
+        self.api(method, path)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
+    fn kill_9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM: a clean stop.
+    fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for ChildServer {
+    /// Stops the child cleanly (it unmounts its disks) unless it is gone,
+    /// also when the test failed, before its state directory is removed.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
+            let _ = self.child.wait();
+        }
+    }
+}
+
+#[tokio::test]
+async fn paused_sandboxes_and_snapshots_survive_kill_9() {
+    let state = tempfile::Builder::new()
+        .prefix("e2b-restart-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let first = ChildServer::start(state.path());
+    let paused = first
+        .create(json!({"templateID": "base", "metadata": {"kept": "yes"}}))
+        .await;
+    first
+        .write(&paused, "/home/user/paused.txt", "paused data")
+        .await;
+    assert_eq!(
+        first
+            .status(Method::POST, &format!("/sandboxes/{}/pause", paused.id))
+            .await,
+        204
+    );
+    let running = first.create(json!({"templateID": "base"})).await;
+    first
+        .write(&running, "/home/user/running.txt", "running data")
+        .await;
+    let disks = state.path().join(".disks");
+    let snapshot = if disks.join(format!("{}.img", running.id)).is_file() {
+        let resp = first
+            .api(
+                Method::POST,
+                &format!("/sandboxes/{}/snapshots", running.id),
+            )
+            .json(&json!({"name": "kept"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 201);
+        Some(resp.json::<Value>().await.unwrap()["snapshotID"].clone())
+    } else {
+        // A server without disk images has no snapshots; the rest holds.
+        None
+    };
+    first.kill_9();
+
+    let second = ChildServer::start(state.path());
+    let listed: Vec<Value> = second
+        .api(Method::GET, "/v2/sandboxes?state=paused")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["sandboxID"], paused.id.as_str());
+    assert_eq!(listed[0]["state"], "paused");
+    assert_eq!(listed[0]["metadata"]["kept"], "yes");
+    // Running at the kill: gone, never half-restored, and its files too.
+    let gone = format!("/sandboxes/{}", running.id);
+    assert_eq!(second.status(Method::GET, &gone).await, 404);
+    assert!(!state.path().join(&running.id).exists());
+    assert!(!disks.join(format!("{}.img", running.id)).exists());
+    // The paused one resumes (cold: on its disk) with its files.
+    let resume = second
+        .api(
+            Method::POST,
+            &format!("/v2/sandboxes/{}/connect", paused.id),
+        )
+        .json(&json!({"timeout": 60}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resume.status(), 201);
+    assert_eq!(
+        second.read(&paused, "/home/user/paused.txt").await,
+        (200, "paused data".to_string())
+    );
+    if let Some(id) = snapshot {
+        let listed: Vec<Value> = second
+            .api(Method::GET, "/snapshots")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            listed,
+            [json!({"snapshotID": "local/kept:default", "names": ["local/kept:default"]})]
+        );
+        let from = second.create(json!({ "templateID": id })).await;
+        assert_eq!(
+            second.read(&from, "/home/user/running.txt").await,
+            (200, "running data".to_string())
+        );
+    }
+    second.stop();
+}
