@@ -84,6 +84,7 @@ mod limits;
 mod loader;
 mod outbound;
 mod policy;
+mod pool;
 pub mod progress;
 mod proxy;
 mod reaper;
@@ -92,6 +93,7 @@ mod runtime;
 mod session;
 mod state;
 mod stateless;
+mod typed;
 
 pub use audit::AUDIT_TARGET;
 pub use bindings::{
@@ -111,6 +113,7 @@ pub use loader::{
 };
 pub use outbound::OutboundClient;
 pub use policy::{OutboundPolicy, PolicyError, DEFAULT_DOMAIN};
+pub use pool::{PoolError, PoolStats, WarmPool, MAX_POOL_SIZE, WAITING_TIMEOUT};
 pub use proxy::{check_proxy_url, Proxy, ProxyError};
 pub use reaper::KILL_TIMEOUT;
 pub use results::{failure_result, succeeded};

@@ -1,10 +1,6 @@
 //! [`Session`]: one component instance, owning at most one sandbox.
 
-use crate::bindings::{
-    BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, E2bTools, ForkArgs, Forks,
-    OutputOffsets, ProcessOutput, RunCodeArgs, RunCodeOutput, RunCommandArgs, Snapshot, StopSignal,
-    StoppedProcess, ToolError, ToolSpec,
-};
+use crate::bindings::{E2bTools, ToolError, ToolSpec};
 use crate::clock::{ClockMode, SessionClock};
 use crate::config::SandboxConfig;
 use crate::emitter::Emitter;
@@ -269,6 +265,26 @@ impl Session {
         inst.settle(result)
     }
 
+    /// Makes the sandbox ready before any tool call (creates or attaches
+    /// to it, else refreshes it: the probe that it lives) and returns its
+    /// id; `timeout_seconds` overrides the configured timeout for now (the
+    /// component's `prepare`). [`WarmPool`](crate::WarmPool) uses it.
+    pub async fn prepare(
+        &self,
+        timeout_seconds: Option<u32>,
+    ) -> Result<Result<String, ToolError>, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        let result = inst
+            .bindings
+            .e2b_tools_lifecycle()
+            .call_prepare(&mut inst.store, timeout_seconds)
+            .await;
+        let result = inst.settle(result)?;
+        inst.observe_sandbox().await;
+        Ok(result)
+    }
+
     /// Calls a tool by name with a JSON object of arguments and returns its
     /// result object as e2b-adk returns it (`success` plus fields, or
     /// `success: false` with `error`). An unknown tool or bad arguments is a
@@ -353,151 +369,28 @@ impl Session {
         .await
     }
 
-    /// Runs code in the sandbox's stateful kernel.
-    pub async fn run_code(
-        &self,
-        args: &RunCodeArgs,
-    ) -> Result<Result<RunCodeOutput, ToolError>, SessionError> {
-        self.typed_call("run_code", async |tools, store| {
-            tools.call_run_code(store, args).await
-        })
-        .await
-    }
-
-    /// Runs a shell command and waits for it.
-    pub async fn run_command(
-        &self,
-        args: &RunCommandArgs,
-    ) -> Result<Result<CommandOutput, ToolError>, SessionError> {
-        self.typed_call("run_command", async |tools, store| {
-            tools.call_run_command(store, args).await
-        })
-        .await
-    }
-
-    /// Writes a text file, creating parent directories.
-    pub async fn write_file(
-        &self,
-        path: &str,
-        content: &str,
-    ) -> Result<Result<(), ToolError>, SessionError> {
-        // As the guest would, but before the content is copied into it.
-        if content.len() > e2b_wire::host_guest::MAX_WRITE_BYTES {
-            return Ok(Err(ToolError {
-                kind: crate::ErrorKind::InvalidArgument,
-                message: e2b_wire::host_guest::write_too_large(content.len()),
-                partial_output: String::new(),
-                path: Some(path.to_string()),
-                command: None,
-            }));
-        }
-        self.typed_call("write_file", async |tools, store| {
-            tools.call_write_file(store, path, content).await
-        })
-        .await
-    }
-
-    /// Reads a text file.
-    pub async fn read_file(&self, path: &str) -> Result<Result<String, ToolError>, SessionError> {
-        self.typed_call("read_file", async |tools, store| {
-            tools.call_read_file(store, path).await
-        })
-        .await
-    }
-
-    /// Lists a directory one level deep (default: the home directory).
-    pub async fn list_files(
-        &self,
-        path: Option<&str>,
-    ) -> Result<Result<Vec<DirEntry>, ToolError>, SessionError> {
-        self.typed_call("list_files", async |tools, store| {
-            tools.call_list_files(store, path).await
-        })
-        .await
-    }
-
-    /// Starts a long-running command.
-    pub async fn start_background_command(
-        &self,
-        args: &BackgroundArgs,
-    ) -> Result<Result<BackgroundProcess, ToolError>, SessionError> {
-        self.typed_call("start_background_command", async |tools, store| {
-            tools.call_start_background_command(store, args).await
-        })
-        .await
-    }
-
-    /// What a background process printed from `since`, and its state
-    /// (opt-in: `config.tools` must enable it).
-    pub async fn get_background_output(
-        &self,
-        pid: u32,
-        since: Option<OutputOffsets>,
-    ) -> Result<Result<ProcessOutput, ToolError>, SessionError> {
-        self.typed_call("get_background_output", async |tools, store| {
-            tools.call_get_background_output(store, pid, since).await
-        })
-        .await
-    }
-
-    /// Stops a background process and what it started (opt-in).
-    pub async fn stop_background_command(
-        &self,
-        pid: u32,
-        signal: Option<StopSignal>,
-    ) -> Result<Result<StoppedProcess, ToolError>, SessionError> {
-        self.typed_call("stop_background_command", async |tools, store| {
-            tools.call_stop_background_command(store, pid, signal).await
-        })
-        .await
-    }
-
-    /// Saves the sandbox's state as a snapshot that outlives it (opt-in:
-    /// `config.tools` must enable `create_snapshot`).
-    pub async fn create_snapshot(
-        &self,
-        name: Option<&str>,
-    ) -> Result<Result<Snapshot, ToolError>, SessionError> {
-        let result = self
-            .typed_call("create_snapshot", async |tools, store| {
-                tools.call_create_snapshot(store, name).await
-            })
-            .await;
-        if let Ok(Ok(snapshot)) = &result {
-            let sandbox = self
-                .instance
-                .lock()
-                .await
-                .as_ref()
-                .and_then(|i| i.sandbox_id.clone());
-            let event = self
-                .events
-                .event(EventKind::Snapshot)
-                .tool("create_snapshot");
-            self.events.emit(
-                event
-                    .sandbox(sandbox.as_deref())
-                    .detail(snapshot.snapshot_id.clone()),
-            );
-        }
-        result
-    }
-
-    /// Branches the sandbox into new ones, killed with the session unless
-    /// `keep` (opt-in: `config.tools` must enable `fork_sandbox`).
-    pub async fn fork_sandbox(
-        &self,
-        args: ForkArgs,
-    ) -> Result<Result<Forks, ToolError>, SessionError> {
-        self.typed_call("fork_sandbox", async |tools, store| {
-            tools.call_fork_sandbox(store, args).await
-        })
-        .await
+    /// Tells of a snapshot a typed call took.
+    pub(crate) async fn snapshot_taken(&self, snapshot_id: &str) {
+        let sandbox = self
+            .instance
+            .lock()
+            .await
+            .as_ref()
+            .and_then(|i| i.sandbox_id.clone());
+        let event = self
+            .events
+            .event(EventKind::Snapshot)
+            .tool("create_snapshot");
+        self.events.emit(
+            event
+                .sandbox(sandbox.as_deref())
+                .detail(snapshot_id.to_string()),
+        );
     }
 
     /// One typed tool call: the instance's lock, the audit trail around
     /// `call`, and a trap settled into [`SessionError`].
-    async fn typed_call<T>(
+    pub(crate) async fn typed_call<T>(
         &self,
         tool: &'static str,
         call: impl AsyncFnOnce(

@@ -45,6 +45,15 @@ impl wit_lifecycle::Guest for Component {
         session::wasi().snapshot().sandbox.map(|h| h.id)
     }
 
+    fn prepare(timeout_seconds: Option<u32>) -> Result<String, wit_types::ToolError> {
+        let ctx = session::wasi();
+        let secrets = ctx.secrets();
+        wstd::runtime::block_on(ctx.prepare(timeout_seconds)).map_err(|f| {
+            let err = ToolError::from_failure("Sandbox unavailable: ", f);
+            tools::redact_error(err, &secrets).into()
+        })
+    }
+
     fn shutdown() -> Result<bool, wit_types::ToolError> {
         let ctx = session::wasi();
         let secrets = ctx.secrets();

@@ -161,3 +161,33 @@ fn a_create_that_may_have_made_a_sandbox_is_retried_with_its_idempotency_key() {
         Some("sbx1")
     );
 }
+
+#[test]
+fn a_prepared_sandbox_waits_on_a_short_ttl_and_gets_the_configured_one_when_handed_out() {
+    let ctx = ctx(300);
+    let id = run(&ctx.platform.clock, ctx.prepare(Some(60))).unwrap();
+    assert_eq!(id, "sbx1");
+    let body: serde_json::Value = serde_json::from_str(&ctx.platform.bodies(CREATE)[0]).unwrap();
+    assert_eq!(body["timeout"], 60, "created on the pool's TTL");
+    assert_eq!(
+        ctx.snapshot().settings.configured_ttl,
+        Some(300),
+        "the configuration kept"
+    );
+    assert!(
+        ctx.snapshot().keep_alive.due(31_000_000_000),
+        "due at half of 60 s"
+    );
+    // Handed out: a refresh to the configured TTL, which is also the probe.
+    run(&ctx.platform.clock, ctx.prepare(None)).unwrap();
+    assert_eq!(ctx.platform.bodies(REFRESH), [r#"{"timeout":300}"#]);
+    assert!(!ctx.snapshot().keep_alive.due(149_000_000_000));
+    // A sandbox that died while it waited is found out, not handed on.
+    ctx.platform.route(
+        REFRESH,
+        vec![Answer::new(404, r#"{"code":404,"message":"gone"}"#)],
+    );
+    let err = run(&ctx.platform.clock, ctx.prepare(None)).unwrap_err();
+    assert_eq!(err.kind, crate::errors::ErrorKind::SandboxExpired);
+    assert_eq!(ctx.platform.sent_ms(CREATE).len(), 1);
+}

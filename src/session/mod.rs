@@ -399,6 +399,38 @@ impl<P: Platform> Ctx<P> {
         futures_lite::future::or(op, beat).await
     }
 
+    /// Makes the sandbox ready before any tool call: creates (or attaches
+    /// to) it if none is open, else refreshes it (always: the refresh is
+    /// the probe that it still lives). `ttl` overrides the configured TTL
+    /// for now (a warm pool holds sandboxes on a short one); `None` gives
+    /// the configured TTL, as a pool does when it hands a session out.
+    pub async fn prepare(&self, ttl: Option<u32>) -> Result<String, Failure> {
+        let session = self.snapshot();
+        let settings = session.settings.clone();
+        let ttl = ttl.unwrap_or_else(|| settings.ttl_seconds());
+        if let Some(handle) = session.sandbox {
+            self.set_timeout(&settings, &handle.id, ttl).await?;
+            let now = self.platform.now_ns();
+            self.update(|s| {
+                s.keep_alive = KeepAlive::new(ttl);
+                s.keep_alive.refreshed(now);
+            });
+            return Ok(handle.id);
+        }
+        // Created (or connected) with `ttl`, the configuration kept.
+        let configured = settings.configured_ttl;
+        self.update(|s| {
+            s.settings.configured_ttl = Some(ttl);
+            s.keep_alive = KeepAlive::new(ttl);
+        });
+        let acquired = self.acquire().await;
+        self.update(|s| s.settings.configured_ttl = configured);
+        match acquired {
+            Ok((_, handle)) => Ok(handle.id),
+            Err(Unavailable::Create(f) | Unavailable::Expired(f)) => Err(f),
+        }
+    }
+
     /// Kills the sandbox and the forks it owns (or leaves them to pause)
     /// and forgets them; keeps what it could not kill so the call can be
     /// retried. Forks go first: a session is never left with forks and

@@ -19,6 +19,7 @@
 //! - `stateless`: the stateless component, a fresh instance per call: state
 //!   as the sandbox id, no sandbox left behind.
 //! - `wassette`: the stateless component in the real wassette 0.8.
+//! - `warm_pool`: sessions with their sandboxes made ahead.
 
 mod background;
 mod events;
@@ -33,4 +34,5 @@ mod snapshots;
 mod soak;
 mod stateless;
 mod tools;
+mod warm_pool;
 mod wassette;

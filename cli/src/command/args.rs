@@ -251,6 +251,11 @@ pub(crate) struct GlobalArgs {
     /// time (for tests of timeouts and keep-alive).
     #[arg(long, global = true, value_name = "FACTOR", hide = true)]
     pub(crate) time_scale: Option<f64>,
+    /// mcp, mcp --http and batch: keep N sandboxes made ahead (1 to 64), so
+    /// a new session's first call does not wait for one; they wait on a
+    /// short timeout and are killed when the command ends.
+    #[arg(long, global = true, value_name = "N", value_parser = parse_pool_size)]
+    pub(crate) warm_pool: Option<usize>,
     /// Cap on the component's memory, in MiB.
     #[arg(long, global = true, value_name = "MIB", default_value_t = 256)]
     pub(crate) memory_limit_mib: usize,
@@ -302,6 +307,14 @@ impl clap::builder::TypedValueParser for ProxyUrl {
             .ok_or_else(|| invalid("--proxy is not a usable proxy: not UTF-8".into()))?;
         e2b_tools_host::check_proxy_url("--proxy", text).map_err(|err| invalid(err.to_string()))?;
         Ok(text.trim().to_string())
+    }
+}
+
+fn parse_pool_size(value: &str) -> Result<usize, String> {
+    let max = e2b_tools_host::MAX_POOL_SIZE;
+    match value.trim().parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("a warm pool holds 1 to {max} sandboxes")),
     }
 }
 

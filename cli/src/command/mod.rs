@@ -8,18 +8,19 @@ mod spinner;
 
 use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand, McpArgs, OnTimeoutArg};
 use e2b_tools_cli::mcp::http::{self as mcp_http, McpHttpServer};
-use e2b_tools_cli::mcp::{McpError, McpServer};
+use e2b_tools_cli::mcp::{Catalog, McpError, McpServer, SessionOpener};
 use e2b_tools_cli::{default_backend, Backend, BackendKind, LocalBackendOptions};
 use e2b_tools_host::{
     e2b_env, failure_result, succeeded, ClockMode, ComponentSource, KeyValue, NetworkRules,
     OnTimeout, Proxy, Runtime, RuntimeOptions, SandboxConfig, Session, SessionError,
-    SessionOptions, StatelessOptions, StatelessRuntime, VolumeMount,
+    SessionOptions, StatelessOptions, StatelessRuntime, VolumeMount, WarmPool,
 };
 use rich_files::RichFiles;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Exit status of a call whose result has `success: false`, or of a failure
@@ -102,6 +103,11 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, CliFailure
     };
     if !args.is_object() {
         return Err(CliFailure::usage("ARGS must be a JSON object"));
+    }
+    if global.warm_pool.is_some() {
+        return Err(CliFailure::usage(
+            "--warm-pool serves mcp, mcp --http and batch: one call makes one sandbox",
+        ));
     }
     if global.stateless {
         return call_stateless(global, call_args, args).await;
@@ -196,10 +202,25 @@ async fn batch(global: &GlobalArgs) -> Result<u8, CliFailure> {
     let runtime = load_runtime(global).await?;
     let (backend, env) = start_backend(global).await?;
     let outcome = async {
-        let session = open_session(&runtime, global, env).await?;
+        let options = session_options(global, env);
+        // With a pool the sandbox is made while the first line is read.
+        let pool = match global.warm_pool {
+            Some(size) => Some(
+                WarmPool::start(&runtime, options.clone(), size)
+                    .map_err(|err| CliFailure::usage(err.to_string()))?,
+            ),
+            None => None,
+        };
+        let session = match &pool {
+            Some(pool) => pool.session().await.map_err(CliFailure::host)?,
+            None => open_session_with(&runtime, options).await?,
+        };
         let files = RichFiles::new(global.output_dir.clone());
         let result = cancellable(&session, run_batch_lines(&session, files)).await;
         shutdown_session(&session).await;
+        if let Some(pool) = pool {
+            pool.close().await;
+        }
         result?
     }
     .await;
@@ -289,6 +310,7 @@ async fn mcp_http(
         };
         let options = mcp_http::HttpOptions {
             max_sessions: args.max_sessions,
+            warm_pool: global.warm_pool.unwrap_or(0),
             idle_timeout: std::time::Duration::from_secs(args.idle_timeout.max(1)),
             allowed_origins: args.allow_origin.clone(),
             ..mcp_http::HttpOptions::new(addr, token)
@@ -334,9 +356,28 @@ async fn mcp(global: &GlobalArgs) -> Result<u8, CliFailure> {
         let mut options = session_options(global, env);
         // MCP relays the component's progress to clients that ask for it.
         options.config.progress = Some(true);
-        let session = open_session_with(&runtime, options).await?;
-        let server = McpServer::new(session).await.map_err(CliFailure::host)?;
-        server.serve_stdio().await.map_err(CliFailure::host)
+        let Some(size) = global.warm_pool else {
+            let session = open_session_with(&runtime, options).await?;
+            let server = McpServer::new(session).await.map_err(CliFailure::host)?;
+            return server.serve_stdio().await.map_err(CliFailure::host);
+        };
+        // The catalog from a probe; the connection's session, on its first
+        // call, from the pool, whose sandbox is made meanwhile.
+        let probe = open_session_with(&runtime, options.clone()).await?;
+        let catalog = Catalog::read(&probe).await.map_err(CliFailure::host)?;
+        drop(probe);
+        let pool = WarmPool::start(&runtime, options, size)
+            .map_err(|err| CliFailure::usage(err.to_string()))?;
+        let opener: SessionOpener = {
+            let pool = pool.clone();
+            Arc::new(move || {
+                let pool = pool.clone();
+                Box::pin(async move { pool.session().await })
+            })
+        };
+        let served = McpServer::opened_by(catalog, opener).serve_stdio().await;
+        pool.close().await;
+        served.map_err(CliFailure::host)
     }
     .await;
     backend.shutdown().await;

@@ -1,6 +1,6 @@
 //! Why an MCP server could not start or stopped.
 
-use e2b_tools_host::{RuntimeError, SessionError};
+use e2b_tools_host::{PoolError, RuntimeError, SessionError};
 
 /// Why the MCP server stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +27,9 @@ pub enum McpError {
         /// Why not.
         source: std::io::Error,
     },
+    /// The warm pool could not start (its size).
+    #[error(transparent)]
+    Pool(#[from] PoolError),
     /// The stateless component (for clients of the stateless revision)
     /// did not load.
     #[error("MCP transport: loading the stateless component: {0}")]

@@ -39,7 +39,7 @@ use tokio_util::task::TaskTracker;
 use super::catalog::{Catalog, StatelessTools};
 use super::error::McpError;
 use super::server::{McpServer, SessionOpener};
-use e2b_tools_host::{Runtime, Session, SessionOptions};
+use e2b_tools_host::{Runtime, Session, SessionOptions, WarmPool};
 
 /// The endpoint path.
 pub const PATH: &str = "/mcp";
@@ -63,6 +63,8 @@ pub struct HttpOptions {
     /// Browser origins allowed besides loopback ones (`http://localhost:*`
     /// and `http://127.0.0.1:*` always are).
     pub allowed_origins: Vec<String>,
+    /// Sandboxes made ahead for new sessions (`--warm-pool N`; 0: none).
+    pub warm_pool: usize,
 }
 
 impl HttpOptions {
@@ -74,6 +76,7 @@ impl HttpOptions {
             max_sessions: 64,
             idle_timeout: Duration::from_secs(600),
             allowed_origins: Vec::new(),
+            warm_pool: 0,
         }
     }
 }
@@ -123,6 +126,7 @@ pub struct McpHttpServer {
     cleanup: TaskTracker,
     live: Arc<AtomicUsize>,
     url: String,
+    pool: Option<WarmPool>,
 }
 
 #[derive(Clone)]
@@ -172,10 +176,21 @@ impl McpHttpServer {
         let cleanup = TaskTracker::new();
         let live = Arc::new(AtomicUsize::new(0));
 
-        let open: SessionOpener = Arc::new(move || {
-            let (runtime, options) = (runtime.clone(), session_options.clone());
-            Box::pin(async move { Session::open(&runtime, options).await })
-        });
+        let pool = match options.warm_pool {
+            0 => None,
+            size => Some(WarmPool::start(&runtime, session_options.clone(), size)?),
+        };
+        let open: SessionOpener = match pool.clone() {
+            // A new session's first call finds its sandbox made.
+            Some(pool) => Arc::new(move || {
+                let pool = pool.clone();
+                Box::pin(async move { pool.session().await })
+            }),
+            None => Arc::new(move || {
+                let (runtime, options) = (runtime.clone(), session_options.clone());
+                Box::pin(async move { Session::open(&runtime, options).await })
+            }),
+        };
         let factory = {
             let (live, cleanup) = (live.clone(), cleanup.clone());
             move || {
@@ -224,7 +239,13 @@ impl McpHttpServer {
             cleanup,
             live,
             url: format!("http://{local}{PATH}"),
+            pool,
         })
+    }
+
+    /// The warm pool new sessions take their sandboxes from, if any.
+    pub fn pool(&self) -> Option<&WarmPool> {
+        self.pool.as_ref()
     }
 
     /// The endpoint's URL.
@@ -253,6 +274,9 @@ impl McpHttpServer {
             .await
             .map_err(McpError::transport);
         self.cancel.cancel();
+        if let Some(pool) = &self.pool {
+            pool.close().await;
+        }
         // rmcp drops each session's handler as it winds the session down;
         // the handler's drop hands its sandbox to `cleanup`. Wait for every
         // handler to go before waiting for the shutdowns it started.

@@ -88,6 +88,23 @@ impl McpServer {
         })
     }
 
+    /// Serves the session `open` makes on the first tool call (from a
+    /// warm pool), with `catalog` (read from any session of the same
+    /// options); the connection's end shuts it down.
+    pub fn opened_by(catalog: Catalog, open: SessionOpener) -> Self {
+        let slot = SessionSlot {
+            cell: tokio::sync::OnceCell::new(),
+            opener: Some(open),
+            cleanup: None,
+            _held: None,
+        };
+        Self {
+            session: Arc::new(slot),
+            catalog,
+            stateless: None,
+        }
+    }
+
     /// A connection whose session `open` makes on the first tool call,
     /// and `cleanup` shuts down when the connection's handler is dropped;
     /// `held` lives as long as the connection (the HTTP server's place
