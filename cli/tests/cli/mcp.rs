@@ -345,3 +345,86 @@ fn delete(addr: &str, session: &str) -> u16 {
     tcp.write_all(request.as_bytes()).unwrap();
     read_answer(&mut tcp).status
 }
+
+/// `mcp --http --warm-pool 2`: the pool fills with two sandboxes before any
+/// client comes, and SIGTERM (then, for a second server, Ctrl-C's SIGINT)
+/// leaves none behind.
+#[test]
+fn a_warm_pool_fills_ahead_and_leaves_nothing_at_sigterm_or_sigint() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let state = tempfile::tempdir().unwrap();
+    let mut local = crate::binary::e2b_tools(&[
+        "local",
+        "serve",
+        "--port",
+        "0",
+        "--state-dir",
+        state.path().to_str().unwrap(),
+    ])
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("the local server starts");
+    let mut exports = BufReader::new(local.stdout.take().unwrap());
+    let mut env = std::collections::BTreeMap::new();
+    for _ in 0..3 {
+        let mut line = String::new();
+        exports.read_line(&mut line).unwrap();
+        let (name, value) = line
+            .trim()
+            .trim_start_matches("export ")
+            .split_once('=')
+            .unwrap();
+        env.insert(name.to_string(), value.trim_matches('\'').to_string());
+    }
+    let _local = Stop(local);
+    let live = || live_sandboxes(&env["E2B_API_URL"], &env["E2B_API_KEY"]);
+    let wait_for = |n: usize| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while live() != n {
+            assert!(
+                std::time::Instant::now() < until,
+                "expected {n} sandboxes, got {}",
+                live()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    for signal in ["-TERM", "-INT"] {
+        let args = ["--backend", "e2b", "--warm-pool", "2", "mcp", "--http", "0"];
+        let (mut server, _url) = http_server(&args, &env);
+        wait_for(2);
+        let _ = Command::new("kill")
+            .args([signal, &server.id().to_string()])
+            .status();
+        let status = server.wait().unwrap();
+        assert!(status.success(), "{signal}: {status:?}");
+        assert_eq!(live(), 0, "{signal}: the pooled sandboxes are killed");
+    }
+    // A size the pool cannot take is a usage error.
+    let refused = crate::binary::e2b_tools(&["--warm-pool", "0", "batch"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("a warm pool holds 1 to 64"));
+}
+
+/// How many sandboxes the local server at `api_url` runs.
+fn live_sandboxes(api_url: &str, key: &str) -> usize {
+    use std::io::{Read, Write};
+    let addr = api_url.trim_start_matches("http://");
+    let mut tcp = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        tcp,
+        "GET /sandboxes HTTP/1.1\r\nHost: {addr}\r\nX-API-KEY: {key}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).unwrap();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    let listed: serde_json::Value =
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"));
+    listed.as_array().map_or(0, Vec::len)
+}
