@@ -7,8 +7,9 @@
 //!
 //! Measured (see issue 6): client cost per trivial call, control-plane
 //! requests per call, cold start, memory under big output, idle sessions per
-//! process, the size of the component, stateless calls, MCP, and the
-//! production path (TLS through a proxy).
+//! process, the size of the component, stateless calls, MCP, the
+//! production path (TLS through a proxy), and the first call with a warm
+//! pool.
 
 use bytes::Bytes;
 use clap::Parser;
@@ -22,6 +23,7 @@ mod python_package;
 mod report;
 mod stateless;
 mod tls;
+mod warm_pool;
 
 use adk::*;
 use e2b_local::{LocalServer, Stats};
@@ -49,6 +51,7 @@ use std::time::{Duration, Instant};
 use tls::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use warm_pool::*;
 
 /// The e2b-adk side, driven over stdin/stdout.
 const ADK_SCRIPT: &str = include_str!("../adk_bench.py");
@@ -78,6 +81,9 @@ struct BenchArgs {
     /// Internal: be the memory probe child (one big run_command).
     #[arg(long, hide = true, value_name = "BYTES")]
     probe_output_bytes: Option<u64>,
+    /// Only the warm pool's section (11), printed, not written.
+    #[arg(long)]
+    only_pool: bool,
     /// Internal: be the TLS-through-a-proxy child (its plan as JSON).
     #[arg(long, hide = true, value_name = "JSON")]
     probe_tls: Option<String>,
@@ -190,6 +196,18 @@ async fn bench(args: BenchArgs) -> Result<u8, Failure> {
     .map_err(host)?;
     let env = server_env(&server);
 
+    if args.only_pool {
+        let mut report = Report::default();
+        let outcome = pool_cost(&runtime, &server, &env, &mut report).await;
+        server.shutdown().await;
+        outcome?;
+        let mut text = String::new();
+        if let Some(row) = &report.pool {
+            row.markdown(&mut text);
+        }
+        print_stdout(&text)?;
+        return Ok(0);
+    }
     let outcome = run_all(&plan, &runtime, &server, &env, &python, &package_python).await;
     server.shutdown().await;
     let report = outcome?;
@@ -234,6 +252,8 @@ async fn run_all(
     stateless_cost(plan, runtime, server, env, &mut report).await?;
     eprintln!("bench: MCP over stdio and HTTP, and HTTP sessions");
     mcp_cost(plan, env, &mut report).await?;
+    eprintln!("bench: the first call, with and without a warm pool");
+    pool_cost(runtime, server, env, &mut report).await?;
     eprintln!("bench: TLS through a proxy");
     tls_cost(plan, env, &mut report).await?;
     eprintln!("bench: the Python package's cold start");

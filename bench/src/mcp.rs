@@ -66,7 +66,7 @@ fn initialize() -> Value {
     )
 }
 
-fn tool_call(id: u64, name: &str, arguments: Value) -> Value {
+pub(crate) fn tool_call(id: u64, name: &str, arguments: Value) -> Value {
     request(
         id,
         "tools/call",
@@ -140,7 +140,7 @@ impl StdioServer {
 }
 
 /// `e2b-tools mcp --http`, and a client of it.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
     url: String,
     client: Client<HttpConnector, Full<Bytes>>,
@@ -148,8 +148,18 @@ struct HttpServer {
 
 impl HttpServer {
     async fn start(env: &BTreeMap<String, String>) -> Result<Self, Failure> {
+        Self::start_with(env, &[]).await
+    }
+
+    /// A server started with `extra` flags (`--warm-pool N`) before `mcp`.
+    pub(crate) async fn start_with(
+        env: &BTreeMap<String, String>,
+        extra: &[&str],
+    ) -> Result<Self, Failure> {
         let sessions = (IDLE_SESSIONS + BUSY_SESSIONS + 8).to_string();
-        let mut child = server_command(env, &["mcp", "--http", "0", "--max-sessions", &sessions])?
+        let mut args = extra.to_vec();
+        args.extend(["mcp", "--http", "0", "--max-sessions", &sessions]);
+        let mut child = server_command(env, &args)?
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -219,7 +229,7 @@ impl HttpServer {
     }
 
     /// A new initialized session's id.
-    async fn session(&self) -> Result<String, Failure> {
+    pub(crate) async fn session(&self) -> Result<String, Failure> {
         let (id, _) = self.post(None, &initialize()).await?;
         let id = id.ok_or_else(|| host("no mcp-session-id"))?;
         let notification = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
@@ -227,7 +237,7 @@ impl HttpServer {
         Ok(id)
     }
 
-    async fn call(&self, session: &str, message: &Value) -> Result<(), Failure> {
+    pub(crate) async fn call(&self, session: &str, message: &Value) -> Result<(), Failure> {
         let (_, answer) = self.post(Some(session), message).await?;
         check_call(&answer.ok_or_else(|| host("no answer"))?)
     }
@@ -243,7 +253,7 @@ impl HttpServer {
     }
 
     /// SIGTERM: the server kills every session's sandbox, then exits.
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(pid) = self.child.id() {
             let _ = std::process::Command::new("kill")
                 .args(["-TERM", &pid.to_string()])

@@ -146,6 +146,7 @@ pub(crate) struct Report {
     pub(crate) mcp: Option<McpRow>,
     pub(crate) tls: Option<TlsRow>,
     pub(crate) python_package: Option<PythonPackageRow>,
+    pub(crate) pool: Option<PoolRow>,
 }
 
 pub(crate) fn ms(d: Duration) -> String {
@@ -357,6 +358,10 @@ impl Report {
             out.push('\n');
         }
         if let Some(row) = &self.python_package {
+            row.markdown(&mut out);
+            out.push('\n');
+        }
+        if let Some(row) = &self.pool {
             row.markdown(&mut out);
             out.push('\n');
         }

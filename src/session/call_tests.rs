@@ -165,8 +165,12 @@ fn a_create_that_may_have_made_a_sandbox_is_retried_with_its_idempotency_key() {
 #[test]
 fn a_prepared_sandbox_waits_on_a_short_ttl_and_gets_the_configured_one_when_handed_out() {
     let ctx = ctx(300);
+    let health = "Get http://sbx.test/health";
+    ctx.platform.route(health, vec![Answer::new(204, "")]);
     let id = run(&ctx.platform.clock, ctx.prepare(Some(60))).unwrap();
     assert_eq!(id, "sbx1");
+    // Its envd asked once: a sandbox that starts on first use starts now.
+    assert_eq!(ctx.platform.sent_ms(health).len(), 1);
     let body: serde_json::Value = serde_json::from_str(&ctx.platform.bodies(CREATE)[0]).unwrap();
     assert_eq!(body["timeout"], 60, "created on the pool's TTL");
     assert_eq!(

@@ -426,7 +426,19 @@ impl<P: Platform> Ctx<P> {
         let acquired = self.acquire().await;
         self.update(|s| s.settings.configured_ttl = configured);
         match acquired {
-            Ok((_, handle)) => Ok(handle.id),
+            Ok((settings, handle)) => {
+                // Its envd answering: a sandbox that starts on first use
+                // (the local server's) starts now, not on the first call.
+                let health = crate::protocol::envd::sandbox_request(
+                    &settings,
+                    &handle,
+                    e2b_wire::ENVD_PORT,
+                    crate::protocol::request::Method::Get,
+                    "/health",
+                );
+                let _ = self.exchange(&settings, &health).await;
+                Ok(handle.id)
+            }
             Err(Unavailable::Create(f) | Unavailable::Expired(f)) => Err(f),
         }
     }

@@ -129,14 +129,15 @@ async def main(binary: str) -> None:
 
 
 async def background_tools(binary: str) -> None:
-    """With --tools all: eight tools, and a background process read and stopped."""
+    """With --tools all: ten tools, and a background process read and stopped."""
     params = StdioServerParameters(command=binary, args=["--tools", "all", "mcp"])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             listed = await session.list_tools()
             names = {tool.name for tool in listed.tools}
-            assert names == EXPECTED | {"get_background_output", "stop_background_command"}, names
+            opt_in = {"get_background_output", "stop_background_command", "create_snapshot", "fork_sandbox"}
+            assert names == EXPECTED | opt_in, names
             for tool in listed.tools:
                 Draft202012Validator.check_schema(tool.input_schema)
 

@@ -630,6 +630,10 @@ fn may_differ(kind: &str, header: &str) -> bool {
         // does for streamed data, `use_octet_stream`), its multipart default
         // for strings otherwise.
         "content-type" => kind == "POST /files",
+        // Our creates carry a key (the SDK's only when the caller gives
+        // one, `idempotency_key=`), so a create whose answer was lost is
+        // retried into the same sandbox.
+        "idempotency-key" => kind == "POST /v2/sandboxes",
         _ => false,
     }
 }

@@ -1,0 +1,210 @@
+//! (11) The first call of a new session with E2B's create latency (the
+//! local server's `Fault::Delay` of 400 ms on every create): without and
+//! with a warm pool, in the host library and through `mcp --http`, against
+//! a warm call of an open session; and what a waiting pooled session costs.
+
+use super::*;
+use e2b_tools_host::WarmPool;
+
+/// E2B's create-to-ready latency at the median (public leaderboards).
+pub(crate) const CREATE_DELAY: Duration = Duration::from_millis(400);
+/// First calls measured per row.
+const FIRST_CALLS: usize = 10;
+/// The pool's size in this section.
+const POOL_SIZE: usize = 2;
+
+/// One run's figures.
+#[derive(Default)]
+pub(crate) struct PoolRow {
+    pub(crate) library_fresh: Percentiles,
+    pub(crate) library_pooled: Percentiles,
+    pub(crate) library_warm: Percentiles,
+    pub(crate) mcp_fresh: Percentiles,
+    pub(crate) mcp_pooled: Percentiles,
+    pub(crate) mcp_warm: Percentiles,
+    pub(crate) waiting_kib_each: f64,
+    pub(crate) held: usize,
+}
+
+fn slow_creates(server: &LocalServer) {
+    server.faults().inject(e2b_local::FaultRule {
+        method: None,
+        path_prefix: "/v2/sandboxes".into(),
+        times: usize::MAX,
+        fault: e2b_local::Fault::Delay(CREATE_DELAY),
+    });
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+async fn filled(pool: &WarmPool, n: usize) -> Result<(), Failure> {
+    let until = Instant::now() + Duration::from_secs(60);
+    while pool.stats().waiting < n {
+        if Instant::now() > until {
+            return Err(host(format!("the pool never filled: {:?}", pool.stats())));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// A session's first `run_command`, from `open` to its result.
+async fn first_call(session: Session, started: Instant) -> Result<Duration, Failure> {
+    call_ok(&session, "run_command", &json!({"command": "true"})).await?;
+    let took = started.elapsed();
+    session.shutdown().await.map_err(host)?;
+    Ok(took)
+}
+
+pub(crate) async fn pool_cost(
+    runtime: &Runtime,
+    server: &LocalServer,
+    env: &BTreeMap<String, String>,
+    report: &mut Report,
+) -> Result<(), Failure> {
+    slow_creates(server);
+    let outcome = measure(runtime, server, env).await;
+    server.faults().clear();
+    report.pool = Some(outcome?);
+    Ok(())
+}
+
+async fn measure(
+    runtime: &Runtime,
+    server: &LocalServer,
+    env: &BTreeMap<String, String>,
+) -> Result<PoolRow, Failure> {
+    let options = SessionOptions {
+        env: env.clone(),
+        ..SessionOptions::default()
+    };
+    let mut row = PoolRow::default();
+    let (mut fresh, mut pooled, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+    let before = rss_kib();
+    let pool = WarmPool::start(runtime, options.clone(), POOL_SIZE).map_err(host)?;
+    filled(&pool, POOL_SIZE).await?;
+    row.waiting_kib_each = rss_kib().saturating_sub(before) as f64 / POOL_SIZE as f64;
+    row.held = server.stats().live_sandboxes;
+    for _ in 0..FIRST_CALLS {
+        let started = Instant::now();
+        let session = Session::open(runtime, options.clone())
+            .await
+            .map_err(host)?;
+        fresh.push(first_call(session, started).await?);
+        filled(&pool, POOL_SIZE).await?;
+        let started = Instant::now();
+        let session = pool.session().await.map_err(host)?;
+        call_ok(&session, "run_command", &json!({"command": "true"})).await?;
+        pooled.push(started.elapsed());
+        let started = Instant::now();
+        call_ok(&session, "run_command", &json!({"command": "true"})).await?;
+        warm.push(started.elapsed());
+        session.shutdown().await.map_err(host)?;
+    }
+    pool.close().await;
+    row.library_fresh = Percentiles::of(fresh);
+    row.library_pooled = Percentiles::of(pooled);
+    row.library_warm = Percentiles::of(warm);
+
+    let plain = HttpServer::start_with(env, &[]).await?;
+    let size = POOL_SIZE.to_string();
+    let warmed = HttpServer::start_with(env, &["--warm-pool", &size]).await?;
+    let outcome = async {
+        let (mut fresh, mut pooled, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+        let call = |id| tool_call(id, "run_command", json!({"command": "true"}));
+        // Until the pool's two are made (the delay is on every create).
+        tokio::time::sleep(CREATE_DELAY * 3).await;
+        for i in 0..FIRST_CALLS as u64 {
+            // The session opens its instance and sandbox on its first
+            // tools/call, which is what is timed (initialize comes before).
+            let session = plain.session().await?;
+            let started = Instant::now();
+            plain.call(&session, &call(10 + i)).await?;
+            fresh.push(started.elapsed());
+            // The pool refills meanwhile (one create each).
+            tokio::time::sleep(CREATE_DELAY + Duration::from_millis(100)).await;
+            let session = warmed.session().await?;
+            let started = Instant::now();
+            warmed.call(&session, &call(100 + i)).await?;
+            pooled.push(started.elapsed());
+            let started = Instant::now();
+            warmed.call(&session, &call(200 + i)).await?;
+            warm.push(started.elapsed());
+        }
+        Ok::<_, Failure>((fresh, pooled, warm))
+    }
+    .await;
+    plain.stop().await;
+    warmed.stop().await;
+    let (fresh, pooled, warm) = outcome?;
+    row.mcp_fresh = Percentiles::of(fresh);
+    row.mcp_pooled = Percentiles::of(pooled);
+    row.mcp_warm = Percentiles::of(warm);
+    Ok(row)
+}
+
+impl PoolRow {
+    pub(crate) fn markdown(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "\n## 11. The first call, with a warm pool\n\nEvery sandbox creation takes \
+             {} ms more (the local server's `Fault::Delay`, E2B's create latency at the \
+             median). A new session's first `run_command` of `true` to its result (library: \
+             from `Session::open` or `WarmPool::session`; MCP: the session's first \
+             `tools/call`, after its `initialize`, which opens its instance), without a pool, and with one of {POOL_SIZE} sandboxes made ahead (`WarmPool::session`; \
+             `mcp --http --warm-pool {POOL_SIZE}`), refilled between samples; then the same \
+             session's second call (warm). {} samples each, interleaved.\n",
+            CREATE_DELAY.as_millis(),
+            self.library_fresh.samples
+        );
+        let _ = writeln!(
+            out,
+            "| client | first call, no pool p50 / p95 | first call, pooled p50 / p95 | warm call p50 / p95 | pooled / warm p50 |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for (name, fresh, pooled, warm) in [
+            (
+                "host library",
+                &self.library_fresh,
+                &self.library_pooled,
+                &self.library_warm,
+            ),
+            (
+                "`mcp --http`",
+                &self.mcp_fresh,
+                &self.mcp_pooled,
+                &self.mcp_warm,
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "| {name} | {} / {} | {} / {} | {} / {} | {:.2} |",
+                ms(fresh.p50),
+                ms(fresh.p95),
+                ms(pooled.p50),
+                ms(pooled.p95),
+                ms(warm.p50),
+                ms(warm.p95),
+                ratio(pooled.p50, warm.p50),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nA waiting pooled session costs {:.0} KiB of this process's RSS (its instance; \
+             the sandbox is the server's) and holds one sandbox: {} sandboxes were live with \
+             the pool full. On E2B an idle pooled sandbox is billed as any running one, for \
+             the time it waits: a pool of N costs N sandboxes' running time, refreshed on a \
+             {}-second timeout so a crashed host leaves them at most that long.",
+            self.waiting_kib_each,
+            self.held,
+            e2b_tools_host::WAITING_TIMEOUT,
+        );
+    }
+}
