@@ -29,6 +29,9 @@ pub const WAITING_TIMEOUT: u32 = 60;
 /// The longest wait between two attempts to fill a pool that fails.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
+/// How long `close` waits for a sandbox being made, to kill it.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The most sessions one pool holds.
 pub const MAX_POOL_SIZE: usize = 64;
 
@@ -98,6 +101,8 @@ struct Inner {
     ready: tokio::sync::Notify,
     /// Whether the filler is making a sandbox now.
     filling: AtomicBool,
+    /// The filler, awaited by `close` (it kills what it made last).
+    filler: Mutex<Option<tokio::task::JoinHandle<()>>>,
     closed: AtomicBool,
     made: AtomicU64,
     handed_out: AtomicU64,
@@ -138,13 +143,15 @@ impl WarmPool {
             wake: tokio::sync::Notify::new(),
             ready: tokio::sync::Notify::new(),
             filling: AtomicBool::new(false),
+            filler: Mutex::new(None),
             closed: AtomicBool::new(false),
             made: AtomicU64::new(0),
             handed_out: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         });
-        handle.spawn(fill(Arc::clone(&inner)));
+        let filler = handle.spawn(fill(Arc::clone(&inner)));
+        *inner.filler.lock().unwrap_or_else(|e| e.into_inner()) = Some(filler);
         Ok(WarmPool {
             _handles: Arc::new(Handles(Arc::clone(&inner))),
             inner,
@@ -221,6 +228,16 @@ impl WarmPool {
         inner.closed.store(true, Ordering::SeqCst);
         inner.wake.notify_one();
         inner.ready.notify_waiters();
+        // The filler kills what waits, and the sandbox it may be making:
+        // left to a runtime that is shutting down, that one would leak.
+        let filler = inner
+            .filler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(filler) = filler {
+            let _ = tokio::time::timeout(CLOSE_TIMEOUT, filler).await;
+        }
         let waiting: Vec<Session> = inner.lock().drain(..).collect();
         for session in waiting {
             let _ = session.shutdown().await;

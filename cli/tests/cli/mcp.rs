@@ -403,6 +403,45 @@ fn a_warm_pool_fills_ahead_and_leaves_nothing_at_sigterm_or_sigint() {
         assert!(status.success(), "{signal}: {status:?}");
         assert_eq!(live(), 0, "{signal}: the pooled sandboxes are killed");
     }
+    // batch: the sandbox made ahead serves the lines; none is left after.
+    let mut batch = crate::binary::e2b_tools(&["--backend", "e2b", "--warm-pool", "1", "batch"]);
+    batch
+        .envs(&env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut batch = batch.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = batch.stdin.take().unwrap();
+        wait_for(1);
+        writeln!(
+            stdin,
+            r#"{{"tool": "run_command", "args": {{"command": "echo pooled"}}}}"#
+        )
+        .unwrap();
+    }
+    let out = batch.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(r#""stdout":"pooled\n""#),
+        "{out:?}"
+    );
+    assert_eq!(live(), 0, "batch leaves no sandbox");
+    // mcp on stdio: the pool fills while the client has not called yet,
+    // and the end of the connection kills what waits.
+    let mut stdio = crate::binary::e2b_tools(&["--backend", "e2b", "--warm-pool", "1", "mcp"]);
+    stdio
+        .envs(&env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut stdio = stdio.spawn().unwrap();
+    wait_for(1);
+    // (A connection that ends before `initialize` is an error exit.)
+    drop(stdio.stdin.take());
+    let _ = stdio.wait().unwrap();
+    assert_eq!(live(), 0, "mcp on stdio leaves no sandbox");
     // A size the pool cannot take is a usage error.
     let refused = crate::binary::e2b_tools(&["--warm-pool", "0", "batch"])
         .output()
