@@ -146,15 +146,7 @@ pub fn snapshot_request(
 
 /// The answer to a snapshot.
 pub fn parse_snapshot(status: u16, body: &[u8], id: &str) -> Result<SnapshotInfo, Failure> {
-    if status == 404 {
-        return Err(Failure::new(
-            ErrorKind::NotFound,
-            format!("Sandbox {id} not found"),
-        ));
-    }
-    if !(200..300).contains(&status) {
-        return Err(from_api_status(status, body));
-    }
+    succeeded_on(status, body, id)?;
     serde_json::from_slice(body).map_err(|e| unexpected(status, "snapshot", e))
 }
 
@@ -184,15 +176,7 @@ pub fn parse_fork(
     body: &[u8],
     id: &str,
 ) -> Result<Vec<Result<SandboxHandle, Failure>>, Failure> {
-    if status == 404 {
-        return Err(Failure::new(
-            ErrorKind::NotFound,
-            format!("Sandbox {id} not found"),
-        ));
-    }
-    if !(200..300).contains(&status) {
-        return Err(from_api_status(status, body));
-    }
+    succeeded_on(status, body, id)?;
     let results: Vec<ForkResult> =
         serde_json::from_slice(body).map_err(|e| unexpected(status, "fork", e))?;
     Ok(results
@@ -206,6 +190,18 @@ pub fn parse_fork(
             )),
         })
         .collect())
+}
+
+/// `Ok` for a 2xx answer about sandbox `id`; a 404 says it is not there.
+fn succeeded_on(status: u16, body: &[u8], id: &str) -> Result<(), Failure> {
+    match status {
+        200..=299 => Ok(()),
+        404 => Err(Failure::new(
+            ErrorKind::NotFound,
+            format!("Sandbox {id} not found"),
+        )),
+        _ => Err(from_api_status(status, body)),
+    }
 }
 
 fn unexpected(status: u16, what: &str, e: serde_json::Error) -> Failure {

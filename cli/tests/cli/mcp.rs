@@ -29,33 +29,12 @@ fn the_official_python_client_lists_the_enabled_tools_and_calls_them() {
 /// SIGTERM, after which no sandbox is left.
 #[test]
 fn the_official_python_client_over_streamable_http() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     let python = std::env::var("E2B_TOOLS_PYTHON").expect(
         "set E2B_TOOLS_PYTHON to a Python with the `mcp` and `jsonschema` packages \
          (`scripts/bootstrap --test` makes target/pyenv)",
     );
     let state = tempfile::tempdir().unwrap();
-    let state_dir = state.path().to_str().unwrap();
-    let mut local =
-        crate::binary::e2b_tools(&["local", "serve", "--port", "0", "--state-dir", state_dir])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the local server starts");
-    let mut exports = BufReader::new(local.stdout.take().unwrap());
-    let mut env = std::collections::BTreeMap::new();
-    for _ in 0..3 {
-        let mut line = String::new();
-        exports.read_line(&mut line).unwrap();
-        let (name, value) = line
-            .trim()
-            .trim_start_matches("export ")
-            .split_once('=')
-            .unwrap();
-        env.insert(name.to_string(), value.trim_matches('\'').to_string());
-    }
+    let (mut local, env) = local_serve(state.path());
     let (mut server, url) = http_server(
         &[
             "--backend",
@@ -97,6 +76,39 @@ fn the_official_python_client_over_streamable_http() {
     assert_eq!(sessions.status, 0, "{sessions:?}");
     assert!(status.success(), "{status:?}");
     assert_eq!(after.status, 0, "{after:?}");
+}
+
+/// `e2b-tools local serve` on a free port, keeping its state in `state`;
+/// the child and the `E2B_*` variables it printed.
+fn local_serve(
+    state: &std::path::Path,
+) -> (
+    std::process::Child,
+    std::collections::BTreeMap<String, String>,
+) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let state_dir = state.to_str().unwrap();
+    let mut local =
+        crate::binary::e2b_tools(&["local", "serve", "--port", "0", "--state-dir", state_dir])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the local server starts");
+    let mut exports = BufReader::new(local.stdout.take().unwrap());
+    let mut env = std::collections::BTreeMap::new();
+    for _ in 0..3 {
+        let mut line = String::new();
+        exports.read_line(&mut line).unwrap();
+        let (name, value) = line
+            .trim()
+            .trim_start_matches("export ")
+            .split_once('=')
+            .unwrap();
+        env.insert(name.to_string(), value.trim_matches('\'').to_string());
+    }
+    (local, env)
 }
 
 /// Starts `e2b-tools ARGS` (an `mcp --http` server) with token
@@ -351,34 +363,9 @@ fn delete(addr: &str, session: &str) -> u16 {
 /// leaves none behind.
 #[test]
 fn a_warm_pool_fills_ahead_and_leaves_nothing_at_sigterm_or_sigint() {
-    use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let state = tempfile::tempdir().unwrap();
-    let mut local = crate::binary::e2b_tools(&[
-        "local",
-        "serve",
-        "--port",
-        "0",
-        "--state-dir",
-        state.path().to_str().unwrap(),
-    ])
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .spawn()
-    .expect("the local server starts");
-    let mut exports = BufReader::new(local.stdout.take().unwrap());
-    let mut env = std::collections::BTreeMap::new();
-    for _ in 0..3 {
-        let mut line = String::new();
-        exports.read_line(&mut line).unwrap();
-        let (name, value) = line
-            .trim()
-            .trim_start_matches("export ")
-            .split_once('=')
-            .unwrap();
-        env.insert(name.to_string(), value.trim_matches('\'').to_string());
-    }
+    let (local, env) = local_serve(state.path());
     let _local = Stop(local);
     let live = || live_sandboxes(&env["E2B_API_URL"], &env["E2B_API_KEY"]);
     let wait_for = |n: usize| {
