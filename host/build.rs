@@ -16,14 +16,16 @@
 //! Set `E2B_TOOLS_GUEST_WASM=/path/to/component.wasm` (and
 //! `E2B_TOOLS_GUEST_STATELESS_WASM` for the stateless one) to embed a
 //! prebuilt component instead of building one.
+//!
+//! Packaged (`cargo package`, `cargo install`), the crate has no guest source
+//! beside it: it embeds the release components scripts/dist built from the
+//! source and shipped in `prebuilt/`, checked against their sums.
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "../build-support/nested_cargo.rs"]
-mod nested_cargo;
-use nested_cargo::{outer_target_dir, scrub_environment};
+use e2b_build_support::{outer_target_dir, scrub_environment, shipped};
 
 const GUEST_PACKAGE: &str = "e2b-tools-component";
 const GUEST_ARTIFACT: &str = "e2b_tools.wasm";
@@ -36,32 +38,39 @@ fn main() {
         .expect("host/ lives inside the workspace")
         .to_path_buf();
 
-    for input in [
-        "src",
-        "wit",
-        "build.rs",
-        "wire/src",
-        "wire/Cargo.toml",
-        "Cargo.toml",
-        "Cargo.lock",
-    ] {
-        println!("cargo:rerun-if-changed={}", workspace.join(input).display());
+    // The guest's source is there in the repository, not in a packaged crate.
+    let in_repository = workspace.join("wit").is_dir() && workspace.join("src").is_dir();
+    if in_repository {
+        for input in [
+            "src",
+            "wit",
+            "build.rs",
+            "wire/src",
+            "wire/Cargo.toml",
+            "Cargo.toml",
+            "Cargo.lock",
+        ] {
+            println!("cargo:rerun-if-changed={}", workspace.join(input).display());
+        }
     }
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
     let target_dir = outer_target_dir(&workspace);
-    // The embedding world, and the stateless one (`--features stateless`).
-    for (var, rustc_env, features, dir) in [
+    // The embedding world, and the stateless one (`--features stateless`);
+    // shipped under the names scripts/dist gives them in dist/.
+    for (var, rustc_env, features, dir, shipped_name) in [
         (
             "E2B_TOOLS_GUEST_WASM",
             "E2B_TOOLS_EMBEDDED_COMPONENT",
             None,
             "guest",
+            "e2b_tools.wasm",
         ),
         (
             "E2B_TOOLS_GUEST_STATELESS_WASM",
             "E2B_TOOLS_EMBEDDED_STATELESS",
             Some("stateless"),
             "guest-stateless",
+            "e2b_tools_stateless.wasm",
         ),
     ] {
         println!("cargo:rerun-if-env-changed={var}");
@@ -71,7 +80,8 @@ fn main() {
                 println!("cargo:rerun-if-changed={}", prebuilt.display());
                 prebuilt
             }
-            None => build_guest(&workspace, features, &target_dir.join(dir)),
+            None if in_repository => build_guest(&workspace, features, &target_dir.join(dir)),
+            None => shipped(&manifest_dir, shipped_name),
         };
         embed(rustc_env, &wasm);
     }

@@ -9,14 +9,19 @@
 //! jobserver.
 //!
 //! `E2B_LOCAL_ENVD=/path/to/e2b-envd` embeds a prebuilt envd instead.
+//!
+//! Packaged (`cargo package`, `cargo install`), the crate has no envd source
+//! beside it: it embeds the release envd scripts/dist built for x86-64 Linux
+//! and shipped in `prebuilt/`, checked against its sum.
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "../build-support/nested_cargo.rs"]
-mod nested_cargo;
-use nested_cargo::{outer_target_dir, scrub_environment};
+use e2b_build_support::{outer_target_dir, scrub_environment, shipped};
+
+/// The target the envd a packaged crate ships runs on.
+const PREBUILT_TARGET: &str = "x86_64-unknown-linux-gnu";
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -28,7 +33,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
     let binary = match env::var_os("E2B_LOCAL_ENVD") {
         Some(prebuilt) => PathBuf::from(prebuilt),
-        None => {
+        None if workspace.join("local/envd/Cargo.toml").is_file() => {
             for input in [
                 "local/envd/src",
                 "local/envd/Cargo.toml",
@@ -38,6 +43,16 @@ fn main() {
                 println!("cargo:rerun-if-changed={}", workspace.join(input).display());
             }
             build_envd(&workspace, &outer_target_dir(&workspace).join("envd"))
+        }
+        None => {
+            let target = env::var("TARGET").unwrap_or_default();
+            if target != PREBUILT_TARGET {
+                panic!(
+                    "this packaged e2b-local ships envd for {PREBUILT_TARGET} only, not {target}: \
+                     build from the repository, or set E2B_LOCAL_ENVD to an envd built for it"
+                );
+            }
+            shipped(&manifest_dir, "e2b-envd")
         }
     };
     println!("cargo:rerun-if-changed={}", binary.display());

@@ -8,7 +8,8 @@
 #[allow(missing_docs)]
 mod generated {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        // host/wit links to the workspace's wit/, so a packaged crate ships it.
+        path: "wit",
         world: "e2b-tools",
         exports: { default: async },
     });
