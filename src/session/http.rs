@@ -139,6 +139,9 @@ fn internal(msg: &str) -> Failure {
 /// Maps a wasi:http error to a failure; a connection that failed or broke
 /// is transient (a refusal by the host's policy is not).
 fn transport_error(host: &str, e: &ErrorCode) -> Failure {
+    if matches!(e, ErrorCode::HttpRequestDenied) {
+        return Failure::new(ErrorKind::Network, denied(host));
+    }
     let message = format!("request to {host} failed: {e:?}");
     if let Some(cancelled) = cancellation(&message) {
         return cancelled;
@@ -155,6 +158,16 @@ fn transport_error(host: &str, e: &ErrorCode) -> Failure {
         | ErrorCode::HttpResponseIncomplete => Failure::transient(message),
         _ => Failure::new(ErrorKind::Network, message),
     }
+}
+
+/// What a refusal by the host's outbound policy says: the host to allow,
+/// and how in a plugin host such as wassette (whose operator grants it).
+fn denied(host: &str) -> String {
+    let name = host.rsplit_once(':').map_or(host, |(name, _port)| name);
+    format!(
+        "request to {host} failed: HttpRequestDenied: {name} is not in the host's allow-list \
+         (in wassette: `wassette permission grant network <component-id> {name}`)"
+    )
 }
 
 /// Sends `req`; `connect_timeout_ms` (0: none) bounds connecting.
