@@ -1,0 +1,87 @@
+// The package's command, e2b-tools-mcp, as an MCP client starts it (npx,
+// stdio), driven by the official MCP client against the local server: the
+// tools listed with their schemas and hints, state kept across calls of one
+// connection, a failed call an error result, the sandbox killed when the
+// client closes; without E2B_API_KEY it says what is missing.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+const { E2B_API_URL, E2B_API_KEY } = process.env;
+const LIMIT = { timeout: 90_000 };
+const APP = fileURLToPath(new URL('..', import.meta.url));
+
+async function liveSandboxes() {
+  const response = await fetch(`${E2B_API_URL}/sandboxes`, {
+    headers: { 'X-API-Key': E2B_API_KEY },
+  });
+  return (await response.json()).map((sandbox) => sandbox.sandboxID);
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('e2b-tools-mcp', LIMIT, () => {
+  it('serves the tools over stdio to the official MCP client', async () => {
+    const before = await liveSandboxes();
+    const client = new Client({ name: 'e2b-tools-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: 'npx',
+        args: ['--no-install', 'e2b-tools-mcp'],
+        cwd: APP,
+        env: process.env,
+        stderr: 'inherit',
+      }),
+    );
+    assert.match(client.getInstructions() ?? '', /sandbox/);
+    const { tools } = await client.listTools();
+    const names = tools.map((tool) => tool.name);
+    assert.deepEqual(names.slice(0, 6), [
+      'run_code',
+      'run_command',
+      'write_file',
+      'read_file',
+      'list_files',
+      'start_background_command',
+    ]);
+    const readFile = tools.find((tool) => tool.name === 'read_file');
+    assert.equal(readFile.annotations.readOnlyHint, true);
+    assert.deepEqual(readFile.inputSchema.required, ['path']);
+
+    let answer = await client.callTool({ name: 'run_code', arguments: { code: 'x = 41' } });
+    assert.equal(answer.isError, false, JSON.stringify(answer));
+    answer = await client.callTool({ name: 'run_code', arguments: { code: 'print(x + 1)' } });
+    assert.equal(answer.structuredContent.stdout, '42\n', JSON.stringify(answer));
+    assert.deepEqual(JSON.parse(answer.content[0].text), answer.structuredContent);
+    const mine = (await liveSandboxes()).filter((id) => !before.includes(id));
+    assert.equal(mine.length, 1);
+
+    answer = await client.callTool({ name: 'read_file', arguments: { path: '/no/such/file' } });
+    assert.equal(answer.isError, true);
+    assert.equal(answer.structuredContent.success, false);
+
+    await client.close();
+    let live = await liveSandboxes();
+    for (let i = 0; i < 100 && live.includes(mine[0]); i++) {
+      await sleep(100);
+      live = await liveSandboxes();
+    }
+    assert.ok(!live.includes(mine[0]), 'the sandbox is killed when the client closes');
+  });
+
+  it('says what is missing without E2B_API_KEY', () => {
+    const { E2B_API_KEY: _, ...env } = process.env;
+    const run = spawnSync('npx', ['--no-install', 'e2b-tools-mcp'], {
+      cwd: APP,
+      env,
+      input: '',
+      encoding: 'utf8',
+    });
+    assert.equal(run.status, 1);
+    assert.match(run.stderr, /needs E2B_API_KEY/);
+  });
+});
