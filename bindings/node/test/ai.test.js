@@ -7,15 +7,8 @@ import { describe, it } from 'node:test';
 import { generateText, isStepCount } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { aiTools, createE2BTools } from 'e2b-tools/ai';
+import { liveSandboxes } from './server.js';
 
-const { E2B_API_URL, E2B_API_KEY } = process.env;
-
-async function liveSandboxes() {
-  const response = await fetch(`${E2B_API_URL}/sandboxes`, {
-    headers: { 'X-API-Key': E2B_API_KEY },
-  });
-  return (await response.json()).map((sandbox) => sandbox.sandboxID);
-}
 
 const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },

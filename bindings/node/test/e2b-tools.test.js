@@ -16,20 +16,13 @@ import {
   e2bEnv,
   loadE2BTools,
 } from 'e2b-tools';
+import { DEFAULT_TOOLS, liveSandboxes } from './server.js';
 
 const { E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY } = process.env;
 if (!E2B_API_URL || !E2B_SANDBOX_URL || !E2B_API_KEY) {
   throw new Error('set E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY (see ../run-tests)');
 }
 
-const DEFAULT_TOOLS = [
-  'run_code',
-  'run_command',
-  'write_file',
-  'read_file',
-  'list_files',
-  'start_background_command',
-];
 const ALL_TOOLS = [
   ...DEFAULT_TOOLS,
   'get_background_output',
@@ -40,15 +33,6 @@ const ALL_TOOLS = [
 
 /** Each suite's time limit: a hang is a failure, not a stuck run. */
 const LIMIT = { timeout: 60_000 };
-
-/** The ids of the server's live sandboxes, from its API. */
-async function liveSandboxes() {
-  const response = await fetch(`${E2B_API_URL}/sandboxes`, {
-    headers: { 'X-API-Key': E2B_API_KEY },
-  });
-  assert.equal(response.status, 200);
-  return (await response.json()).map((sandbox) => sandbox.sandboxID);
-}
 
 /** Asserts that `promise` rejects with a ToolError of `kind`; returns it. */
 async function rejectsWith(promise, kind) {

@@ -9,29 +9,11 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { EVENT_KINDS, loadE2BTools } from 'e2b-tools';
+import { liveSandboxes, sleep, until } from './server.js';
 
-const { E2B_API_URL, E2B_API_KEY } = process.env;
+const { E2B_API_KEY } = process.env;
 const LIMIT = { timeout: 90_000 };
 const APP = fileURLToPath(new URL('..', import.meta.url));
-
-async function liveSandboxes() {
-  const response = await fetch(`${E2B_API_URL}/sandboxes`, {
-    headers: { 'X-API-Key': E2B_API_KEY },
-  });
-  return (await response.json()).map((sandbox) => sandbox.sandboxID);
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `read` until `done(value)`, for up to `ms`. */
-async function until(read, done, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await sleep(50);
-  }
-}
 
 /** Runs an ES module script in the test app; resolves with its exit. */
 function script(source, { onLine } = {}) {

@@ -10,19 +10,10 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { DEFAULT_TOOLS, liveSandboxes, sleep } from './server.js';
 
-const { E2B_API_URL, E2B_API_KEY } = process.env;
 const LIMIT = { timeout: 90_000 };
 const APP = fileURLToPath(new URL('..', import.meta.url));
-
-async function liveSandboxes() {
-  const response = await fetch(`${E2B_API_URL}/sandboxes`, {
-    headers: { 'X-API-Key': E2B_API_KEY },
-  });
-  return (await response.json()).map((sandbox) => sandbox.sandboxID);
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('e2b-tools-mcp', LIMIT, () => {
   it('serves the tools over stdio to the official MCP client', async () => {
@@ -40,14 +31,7 @@ describe('e2b-tools-mcp', LIMIT, () => {
     assert.match(client.getInstructions() ?? '', /sandbox/);
     const { tools } = await client.listTools();
     const names = tools.map((tool) => tool.name);
-    assert.deepEqual(names.slice(0, 6), [
-      'run_code',
-      'run_command',
-      'write_file',
-      'read_file',
-      'list_files',
-      'start_background_command',
-    ]);
+    assert.deepEqual(names.slice(0, 6), DEFAULT_TOOLS);
     const readFile = tools.find((tool) => tool.name === 'read_file');
     assert.equal(readFile.annotations.readOnlyHint, true);
     assert.deepEqual(readFile.inputSchema.required, ['path']);
