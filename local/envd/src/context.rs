@@ -158,6 +158,7 @@ impl Envd {
             .env("LOGNAME", who.name())
             .envs(envs)
             .kill_on_drop(true);
+        crate::process::default_signals(&mut cmd);
         Ok(cmd)
     }
 

@@ -65,6 +65,8 @@ impl KernelProcess {
             // Its own process group, so an interrupt or kill reaches the
             // kernel's children too (where the sandbox keeps the group).
             .process_group(0);
+        // An interrupt is SIGINT for the kernel's group: never inherited ignored.
+        crate::process::default_signals(&mut command);
         let mut child = command.spawn().map_err(|e| {
             format!(
                 "Failed to start the {} kernel ({program}): {e}",

@@ -434,6 +434,13 @@ async fn hang_up_after(app: &Router, body: Value, marker: &str) {
 
 #[tokio::test]
 async fn client_disconnect_interrupts_and_the_kernel_keeps_its_state() {
+    // As in a server started in the background by a shell: SIGINT ignored,
+    // which the kernels must not inherit (bash could not trap it).
+    // SAFETY: sets a disposition only; nothing in the tests handles SIGINT.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+    }
     let (app, interp) = app();
     execute(&app, json!({"code": "kept = 'state'"})).await;
     let code = "import time\nprint('going', flush=True)\nwhile True:\n    time.sleep(0.1)";
