@@ -253,6 +253,13 @@ mod tests {
             .collect();
         assert_eq!(names, ["bad.json"]);
         drop(state);
-        assert!(StateDir::open(dir.path()).is_ok());
+        // A child forked by a concurrent test holds a copy of the lock's open
+        // file description until its exec closes it (O_CLOEXEC), so the lock
+        // is free once that window has passed, not at the drop's instant.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while let Err(e) = StateDir::open(dir.path()) {
+            assert!(std::time::Instant::now() < deadline, "never released: {e}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
