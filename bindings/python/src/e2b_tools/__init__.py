@@ -17,7 +17,9 @@ opt-in background-process tools, without the E2B SDK::
 ``e2b_tools.langchain`` and ``e2b_tools.openai_agents`` give the tools to
 LangChain and the OpenAI Agents SDK (each an extra). ``load(on_event=...)``
 takes a callback of lifecycle events, and an instance never closed has its
-sandbox killed when the process ends.
+sandbox killed when the process ends. ``WarmPool(n, **config)`` makes
+sandboxes ahead: ``pool.take()`` gives an instance whose first call does
+not wait for one.
 """
 
 from ._cache import CACHE_ENV, default_cache_dir
@@ -48,6 +50,7 @@ from ._host import (
     load,
 )
 from ._policy import DEFAULT_DOMAIN, OutboundPolicy, PolicyError
+from ._pool import MAX_POOL_SIZE, WAITING_TIMEOUT, PoolStats, WarmPool
 
 __version__ = "0.1.0"
 
@@ -64,10 +67,12 @@ __all__ = [
     "Forks",
     "Event",
     "InstanceError",
+    "MAX_POOL_SIZE",
     "NetworkRules",
     "OutboundPolicy",
     "OutputOffsets",
     "PolicyError",
+    "PoolStats",
     "ProcessOutput",
     "RichResult",
     "RunCodeOutput",
@@ -79,6 +84,8 @@ __all__ = [
     "ToolSpec",
     "ToolsComponent",
     "VolumeMount",
+    "WAITING_TIMEOUT",
+    "WarmPool",
     "__version__",
     "default_cache_dir",
     "default_wasm_path",

@@ -603,6 +603,19 @@ class E2BTools:
         }
         core.connection = {key: value for key, value in connection.items() if value is not None}
 
+    def prepare(self, timeout_seconds: Optional[int] = None) -> str:
+        """Makes the instance's sandbox now (or resumes the one it holds)
+        and returns its ID; ``timeout_seconds`` sets its timeout (None: the
+        configured one). A warm pool makes sandboxes ahead with this
+        (:class:`~e2b_tools.WarmPool`); a failure raises :class:`ToolError`."""
+        core = self._core
+        with core.lock:
+            try:
+                sandbox: str = self._call_result("lifecycle", "prepare", _opt_uint("timeout_seconds", timeout_seconds))
+            finally:
+                core.observe()
+        return sandbox
+
     def sandbox_id(self) -> Optional[str]:
         """The ID of the instance's sandbox, if one is open."""
         sandbox: Optional[str] = self._call("lifecycle", "sandbox-id")

@@ -35,6 +35,9 @@ _cores: Set[Any] = set()
 #: Kills started by finalizers, joined at exit.
 _running: List[threading.Thread] = []
 _installed = False
+#: Called with the time allowed before the sandboxes are killed at exit or
+#: on a signal (a warm pool stops, and kills the sandbox it is making).
+_before_reap: List[Callable[[float], None]] = []
 #: Set once a handler chained in by this module exists: calls made on the
 #: main thread then wait interruptibly, so the handler runs mid-call.
 handlers_installed = False
@@ -62,9 +65,21 @@ def reap_later(core: Any) -> None:
     thread.start()
 
 
+def before_reap(hook: Callable[[float], None]) -> None:
+    """Registers ``hook``, called with a time limit when :func:`reap_all`
+    starts, before any sandbox is killed."""
+    with _lock:
+        _before_reap.append(hook)
+
+
 def reap_all(reason: str = "exit", timeout: float = KILL_TIMEOUT) -> None:
     """Kills the sandboxes of every live instance, at once, and waits (at
-    most ``timeout``) for them and for the kills already under way."""
+    most ``timeout``) for them and for the kills already under way (after
+    the :func:`before_reap` hooks)."""
+    with _lock:
+        hooks = list(_before_reap)
+    for hook in hooks:
+        hook(timeout)
     with _lock:
         cores = list(_cores)
         _cores.clear()

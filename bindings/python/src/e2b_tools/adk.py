@@ -49,6 +49,7 @@ from pydantic import PrivateAttr
 from ._core import InstanceError, ToolError
 from ._events import Event, call_context
 from ._host import E2BTools, NetworkRules, ToolSpec, VolumeMount, shared_component
+from ._pool import WarmPool
 
 logger = logging.getLogger("e2b_tools.adk")
 
@@ -202,7 +203,13 @@ class E2BPlugin(BasePlugin):
     sandbox's lifecycle events (:class:`~e2b_tools.Event`), each tagged with the
     ADK run (``run_id``: the invocation id) and ``agent`` of the tool call;
     an exception escaping a sandbox tool (ADK's ``on_tool_error_callback``)
-    is an ``error`` event too."""
+    is an ``error`` event too.
+
+    ``warm_pool``: a :class:`~e2b_tools.WarmPool` made with the same
+    options (``WarmPool(n, template=..., timeout_seconds=...)``, in
+    :meth:`~e2b_tools.E2BTools.configure`'s names): the plugin's sandbox
+    comes from it, made ahead, so the first tool call does not wait for
+    one; a pool of other options is a ValueError."""
 
     def __init__(
         self,
@@ -220,6 +227,7 @@ class E2BPlugin(BasePlugin):
         volume_mounts: Optional[Any] = None,
         plugin_name: str = "e2b_plugin",
         on_event: Optional[Callable[[Event], Any]] = None,
+        warm_pool: Optional[WarmPool] = None,
         **opts: Any,
     ) -> None:
         super().__init__(name=plugin_name)
@@ -254,11 +262,18 @@ class E2BPlugin(BasePlugin):
             else:
                 raise _refuse(key, _REFUSED.get(key, "unknown option"))
         self._config = {key: value for key, value in config.items() if value is not None}
-        self._e2b: E2BTools = shared_component().instantiate(on_event=on_event)
-        try:
-            self._e2b.configure(**self._config)
-        except ToolError as err:
-            raise ValueError(f"E2BPlugin: {err}") from None
+        if warm_pool is not None:
+            if not warm_pool.serves(self._config):
+                raise ValueError("E2BPlugin: warm_pool was made with other options than this plugin's")
+            self._e2b: E2BTools = warm_pool.take()
+            if on_event is not None:
+                self._e2b.subscribe(on_event)
+        else:
+            self._e2b = shared_component().instantiate(on_event=on_event)
+            try:
+                self._e2b.configure(**self._config)
+            except ToolError as err:
+                raise ValueError(f"E2BPlugin: {err}") from None
         self._specs = self._e2b.list_tools()
         self._executors: List[E2BCodeExecutor] = []
 
