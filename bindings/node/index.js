@@ -14,6 +14,7 @@ import { OutboundPolicy, policyFor, rulesOf } from './policy.js';
 
 export { DEFAULT_DOMAIN, OutboundPolicy, PolicyError } from './policy.js';
 export { EVENT_KINDS, QUEUE_CAPACITY } from './lifecycle.js';
+export { MAX_POOL_SIZE, WAITING_TIMEOUT, WarmPool } from './pool.js';
 
 const GENERATED_DIR = new URL('./generated/', import.meta.url);
 
@@ -419,6 +420,18 @@ export class E2BTools extends EventEmitter {
 
   sandboxId() {
     return this.#call('sandboxId');
+  }
+
+  prepare(timeoutSeconds) {
+    const timeout = optU32('timeoutSeconds', timeoutSeconds);
+    return this.#enqueue(async () => {
+      this.#lastSandbox = undefined;
+      try {
+        return await this.#send('prepare', timeout);
+      } finally {
+        this.#observe(this.#lastSandbox);
+      }
+    });
   }
 
   shutdown() {

@@ -52,6 +52,7 @@ const ops = {
     if (next) policy = new OutboundPolicy(next);
   },
   sandboxId: () => component.lifecycle.sandboxId(),
+  prepare: (timeoutSeconds) => component.lifecycle.prepare(timeoutSeconds),
   shutdown: () => component.lifecycle.shutdown(),
   listTools: () => component.catalog.listTools(),
   callTool: (name, json) => component.catalog.callTool(name, json),
