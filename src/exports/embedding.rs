@@ -29,7 +29,7 @@ fn run<T: FromOutput>(call: ToolCall) -> Result<T, wit_types::ToolError> {
 
 impl wit_lifecycle::Guest for Component {
     fn configure(config: wit_lifecycle::Config) -> Result<(), wit_types::ToolError> {
-        if session::wasi().snapshot().sandbox.is_some() {
+        if session::wasi().read(|s| s.sandbox.is_some()) {
             return Err(ToolError::invalid(
                 "A sandbox is already open: call shutdown() before configure()",
             )
@@ -42,7 +42,7 @@ impl wit_lifecycle::Guest for Component {
     }
 
     fn sandbox_id() -> Option<String> {
-        session::wasi().snapshot().sandbox.map(|h| h.id)
+        session::wasi().read(|s| s.sandbox.as_ref().map(|h| h.id.clone()))
     }
 
     fn prepare(timeout_seconds: Option<u32>) -> Result<String, wit_types::ToolError> {
@@ -145,7 +145,7 @@ fn positive_pid(pid: u32) -> Result<u32, ToolError> {
 
 impl wit_catalog::Guest for Component {
     fn list_tools() -> Vec<wit_catalog::ToolSpec> {
-        let enabled = session::wasi().snapshot().settings.tools;
+        let enabled = session::wasi().read(|s| s.settings.tools);
         catalog::enabled(enabled)
             .map(|spec| wit_catalog::ToolSpec {
                 parameters_schema: catalog::parameters_schema(spec, enabled),
@@ -155,10 +155,8 @@ impl wit_catalog::Guest for Component {
     }
 
     fn call_tool(name: String, arguments_json: String) -> String {
-        let settings = session::wasi().snapshot().settings;
-        let rich = settings.rich_results;
-        let call = tools::parse_enabled_call(&name, &arguments_json, settings.tools);
-        drop(settings);
+        let (rich, enabled) = session::wasi().read(|s| (s.settings.rich_results, s.settings.tools));
+        let call = tools::parse_enabled_call(&name, &arguments_json, enabled);
         // The arguments may be tens of megabytes: free them before the call.
         drop(arguments_json);
         let ctx = session::wasi();
@@ -172,6 +170,6 @@ impl wit_catalog::Guest for Component {
     }
 
     fn instructions() -> String {
-        catalog::instructions(&session::wasi().snapshot().settings)
+        session::wasi().read(|s| catalog::instructions(&s.settings))
     }
 }

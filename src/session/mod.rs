@@ -124,6 +124,12 @@ impl<P: Platform> Ctx<P> {
         self.session.borrow().clone()
     }
 
+    /// Reads the session without copying it (a copy of the settings is a
+    /// score of allocations, on every call).
+    pub fn read<T>(&self, f: impl FnOnce(&Session) -> T) -> T {
+        f(&self.session.borrow())
+    }
+
     /// Changes the session.
     pub fn update<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
         f(&mut self.session.borrow_mut())
@@ -254,15 +260,16 @@ impl<P: Platform> Ctx<P> {
         &self,
         target: Option<&str>,
     ) -> Result<(Settings, SandboxHandle), Unavailable> {
-        let session = self.snapshot();
-        let settings = session.settings.clone();
-        let own = session
-            .sandbox
-            .clone()
-            .filter(|h| target.is_none_or(|id| id == h.id));
+        let Session {
+            settings,
+            sandbox,
+            keep_alive,
+            forks,
+        } = self.snapshot();
+        let own = sandbox.filter(|h| target.is_none_or(|id| id == h.id));
         let open = match (own, target) {
-            (Some(handle), _) => Some((handle, session.keep_alive)),
-            (None, Some(id)) => match session.forks.iter().find(|f| f.handle.id == id) {
+            (Some(handle), _) => Some((handle, keep_alive)),
+            (None, Some(id)) => match forks.iter().find(|f| f.handle.id == id) {
                 Some(fork) => Some((fork.handle.clone(), fork.keep_alive)),
                 None => return Err(Unavailable::Expired(not_ours(id))),
             },

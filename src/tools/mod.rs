@@ -379,13 +379,11 @@ pub async fn execute_admitted<P: Platform>(
 ) -> Result<ToolOutput, ToolError> {
     // Typed calls come here unparsed: refuse what would not fit, and a
     // language the backend is known not to have.
-    let settings = ctx.snapshot().settings;
     let refused = match &call {
         ToolCall::WriteFile { content, .. } => write_file::check_size(content),
-        ToolCall::RunCode(a) => settings.check_language(&a.language),
+        ToolCall::RunCode(a) => ctx.read(|s| s.settings.check_language(&a.language)),
         _ => Ok(()),
     };
-    drop(settings);
     if let Err(err) = refused {
         return Err(finish_error(ctx, &call, err));
     }
