@@ -107,10 +107,8 @@ pub(crate) async fn adk_side(
             json!({"path": BENCH_FILE, "content": TEN_BYTES}),
         )
         .await?;
-        for (tool, args, slot) in [
-            ("read_file", read_args(), 0),
-            ("list_files", list_args(), 1),
-        ] {
+        for (slot, tool) in LATENCY_CALLS.iter().enumerate() {
+            let args = latency_args(slot);
             adk.time(tool, args.clone(), plan.latency_samples / 10 + 1)
                 .await?;
             let samples = adk.time(tool, args, plan.latency_samples).await?;

@@ -84,6 +84,16 @@ struct BenchArgs {
     /// Only the warm pool's section (11), printed, not written.
     #[arg(long)]
     only_pool: bool,
+    /// Only section 1's component and floor columns, printed, not written.
+    #[arg(long)]
+    only_latency: bool,
+    /// Call one tool through the host library in a loop for this many
+    /// seconds, for a profiler attached to the process (`perf record -p`).
+    #[arg(long, value_name = "SECONDS")]
+    profile: Option<u64>,
+    /// The tool `--profile` calls.
+    #[arg(long, default_value = "read_file")]
+    profile_tool: String,
     /// Internal: be the TLS-through-a-proxy child (its plan as JSON).
     #[arg(long, hide = true, value_name = "JSON")]
     probe_tls: Option<String>,
@@ -208,6 +218,20 @@ async fn bench(args: BenchArgs) -> Result<u8, Failure> {
         print_stdout(&text)?;
         return Ok(0);
     }
+    if let Some(seconds) = args.profile {
+        let outcome = profile_loop(&runtime, &env, &args.profile_tool, seconds).await;
+        server.shutdown().await;
+        outcome?;
+        return Ok(0);
+    }
+    if args.only_latency {
+        let mut report = Report::default();
+        let outcome = side_by_side_latency(&plan, &runtime, &server, &env, &mut report).await;
+        server.shutdown().await;
+        outcome?;
+        print_stdout(&report.latency_table())?;
+        return Ok(0);
+    }
     let outcome = run_all(&plan, &runtime, &server, &env, &python, &package_python).await;
     server.shutdown().await;
     let report = outcome?;
@@ -230,10 +254,8 @@ async fn run_all(
 ) -> Result<Report, Failure> {
     let mut report = Report::default();
 
-    eprintln!("bench: component latency and control-plane count");
-    component_latency(plan, runtime, server, env, &mut report).await?;
-    eprintln!("bench: native floor");
-    floor_latency(plan, server, &mut report).await?;
+    eprintln!("bench: component and native floor side by side, control-plane count");
+    side_by_side_latency(plan, runtime, server, env, &mut report).await?;
     eprintln!("bench: e2b-adk latency, count and big output");
     adk_side(plan, server, env, python, &mut report).await?;
     eprintln!("bench: cold start");
