@@ -5,35 +5,12 @@
 // no sandbox, and a SIGTERM listener of the script's own keeps control.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { EVENT_KINDS, loadE2BTools } from 'e2b-tools';
-import { liveSandboxes, sleep, until } from './server.js';
+import { liveSandboxes, script, sleep, until } from './server.js';
 
 const { E2B_API_KEY } = process.env;
 const LIMIT = { timeout: 90_000 };
-const APP = fileURLToPath(new URL('..', import.meta.url));
-
-/** Runs an ES module script in the test app; resolves with its exit. */
-function script(source, { onLine } = {}) {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', source], {
-    cwd: APP,
-    env: process.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk;
-    for (const line of String(chunk).split('\n')) if (line) onLine?.(line, child);
-  });
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const exited = new Promise((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
-  );
-  return { child, exited };
-}
 
 describe('lifecycle events', LIMIT, () => {
   it('arrive in order with their fields', async () => {

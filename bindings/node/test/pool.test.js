@@ -4,35 +4,12 @@
 // refills; closing it leaves no sandbox of its own.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { MAX_POOL_SIZE, ToolError, WarmPool } from 'e2b-tools';
-import { liveSandboxes, until } from './server.js';
+import { liveSandboxes, script, until } from './server.js';
 
 const { E2B_API_URL, E2B_API_KEY } = process.env;
 const LIMIT = { timeout: 120_000 };
-const APP = fileURLToPath(new URL('..', import.meta.url));
-
-/** Runs an ES module script in the test app; `onLine` sees its stdout lines. */
-function script(source, onLine) {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', source], {
-    cwd: APP,
-    env: process.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += chunk;
-    for (const line of String(chunk).split('\n')) if (line) onLine?.(line, child);
-  });
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  return new Promise((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
-  );
-}
-
 /** A script that fills a pool of 2, takes one and waits for the refill. */
 const FILLED = `
   import { WarmPool } from 'e2b-tools';
@@ -142,7 +119,7 @@ describe('WarmPool', LIMIT, () => {
 
   it('leaves no sandbox when the script ends without closing it', async () => {
     const before = new Set(await liveSandboxes());
-    const { code, stdout, stderr } = await script(FILLED);
+    const { code, stdout, stderr } = await script(FILLED).exited;
     assert.equal(code, 0, stderr);
     assert.match(stdout, /ready true/, stderr);
     const left = await until(liveSandboxes, (ids) => ids.every((id) => before.has(id)));
@@ -157,10 +134,12 @@ describe('WarmPool', LIMIT, () => {
       const before = new Set(await liveSandboxes());
       const ended = await script(
         `${FILLED}\nawait new Promise((resolve) => setTimeout(resolve, 120_000));`,
-        (line, child) => {
-          if (line.startsWith('ready')) child.kill(signal);
+        {
+          onLine: (line, child) => {
+            if (line.startsWith('ready')) child.kill(signal);
+          },
         },
-      );
+      ).exited;
       assert.equal(ended.signal, signal, `code ${ended.code}: ${ended.stdout} ${ended.stderr}`);
       const left = await until(liveSandboxes, (ids) => ids.every((id) => before.has(id)));
       assert.deepEqual(
