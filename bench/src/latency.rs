@@ -198,6 +198,19 @@ impl Floor {
             .header(e2b_wire::HEADER_ACCESS_TOKEN, &self.token)
     }
 
+    /// A Connect call to envd's `path` with `body`.
+    fn connect(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: &Bytes,
+    ) -> http::Result<http::Request<Full<Bytes>>> {
+        self.envd(http::Request::post(format!("{}{path}", self.url)))
+            .header("content-type", content_type)
+            .header("connect-protocol-version", "1")
+            .body(Full::new(body.clone()))
+    }
+
     /// The essential request of call `slot`, timed, its answer checked.
     async fn call(&self, slot: usize) -> Result<Duration, Failure> {
         let request = match slot {
@@ -207,24 +220,16 @@ impl Floor {
                     self.url
                 )))
                 .body(Full::new(Bytes::new())),
-            1 => self
-                .envd(http::Request::post(format!(
-                    "{}{}",
-                    self.url,
-                    e2b_wire::filesystem::LIST_DIR_PATH
-                )))
-                .header("content-type", e2b_wire::connect::CONTENT_TYPE_UNARY)
-                .header("connect-protocol-version", "1")
-                .body(Full::new(self.list_body.clone())),
-            _ => self
-                .envd(http::Request::post(format!(
-                    "{}{}",
-                    self.url,
-                    e2b_wire::process::START_PATH
-                )))
-                .header("content-type", e2b_wire::connect::CONTENT_TYPE_STREAM)
-                .header("connect-protocol-version", "1")
-                .body(Full::new(self.run_body.clone())),
+            1 => self.connect(
+                e2b_wire::filesystem::LIST_DIR_PATH,
+                e2b_wire::connect::CONTENT_TYPE_UNARY,
+                &self.list_body,
+            ),
+            _ => self.connect(
+                e2b_wire::process::START_PATH,
+                e2b_wire::connect::CONTENT_TYPE_STREAM,
+                &self.run_body,
+            ),
         }
         .map_err(host)?;
         let started = Instant::now();

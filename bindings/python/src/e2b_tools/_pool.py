@@ -17,6 +17,7 @@ at exit, on SIGTERM and SIGINT like any instance's.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -38,6 +39,8 @@ MAX_POOL_SIZE = 64
 _MAX_BACKOFF = 60.0
 #: How long :meth:`WarmPool.take` waits for a sandbox being made.
 _TAKE_WAIT = 30.0
+logger = logging.getLogger("e2b_tools")
+
 #: The pools not closed yet, closed when the process ends (at exit, or
 #: on SIGTERM or SIGINT) before the reaper kills any sandbox: the filler
 #: then kills the sandbox it is making, which the reaper does not know
@@ -93,7 +96,7 @@ class WarmPool:
         self._env = dict(e2b_env() if env is None else env)
         self._policy = policy
         self._memory_limit = memory_limit
-        self._config = {key: value for key, value in config.items() if value is not None}
+        self._config = _set_options(config)
         self._size = size
         # Fails here, not on the filler, for options the component rejects.
         probe = self._instance()
@@ -115,7 +118,7 @@ class WarmPool:
 
     def serves(self, config: Mapping[str, Any]) -> bool:
         """Whether instances configured with ``config`` may come from here."""
-        return {key: value for key, value in config.items() if value is not None} == self._config
+        return _set_options(config) == self._config
 
     def take(self) -> E2BTools:
         """An instance of the pool's configuration: a waiting one, its
@@ -188,14 +191,18 @@ class WarmPool:
             _close_quietly(e2b)
 
     def _make(self) -> Optional[E2BTools]:
-        """An instance with its sandbox made on the waiting timeout."""
+        """An instance with its sandbox made on the waiting timeout. Any
+        failure is a failed attempt: the filler must outlive it, or
+        :meth:`take` would wait for a sandbox that never comes."""
         try:
             e2b = self._instance()
-        except (ToolError, InstanceError):
+        except Exception as err:  # noqa: BLE001 - counted, backed off
+            logger.debug("a warm pool could not make an instance: %s", err)
             return None
         try:
             e2b.prepare(WAITING_TIMEOUT)
-        except (ToolError, InstanceError):
+        except Exception as err:  # noqa: BLE001 - counted, backed off
+            logger.debug("a warm pool could not make a sandbox: %s", err)
             _close_quietly(e2b)
             return None
         return e2b
@@ -209,7 +216,7 @@ class WarmPool:
         for e2b in waiting:
             try:
                 e2b.prepare(WAITING_TIMEOUT)
-            except (ToolError, InstanceError):
+            except Exception:  # noqa: BLE001 - the sandbox is dropped either way
                 self._count("discarded")
                 _close_quietly(e2b)
                 continue
@@ -261,7 +268,10 @@ def _close_quietly(e2b: E2BTools) -> None:
     (short) timeout."""
     try:
         e2b.close()
-    except (ToolError, InstanceError):
-        pass
+    except Exception as err:  # noqa: BLE001 - never fatal to the filler
+        logger.debug("a warm pool could not close an instance: %s", err)
 
 
+def _set_options(config: Mapping[str, Any]) -> dict:
+    """``config`` without its unset options, as pools compare them."""
+    return {key: value for key, value in config.items() if value is not None}
