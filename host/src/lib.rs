@@ -113,7 +113,7 @@ pub use loader::{
 };
 pub use outbound::OutboundClient;
 pub use policy::{OutboundPolicy, PolicyError, DEFAULT_DOMAIN};
-pub use pool::{PoolError, PoolStats, WarmPool, MAX_POOL_SIZE, WAITING_TIMEOUT};
+pub use pool::{PoolError, PoolStats, StatelessPool, WarmPool, MAX_POOL_SIZE, WAITING_TIMEOUT};
 pub use proxy::{check_proxy_url, Proxy, ProxyError};
 pub use reaper::KILL_TIMEOUT;
 pub use results::{failure_result, succeeded};

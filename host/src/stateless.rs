@@ -119,6 +119,25 @@ struct Inner {
 
 static NEXT_CALL_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The parameter that names the sandbox, first in every stateless export.
+pub(crate) const SANDBOX_ID: &str = "sandbox-id";
+
+/// The export that closes a sandbox.
+pub(crate) const CLOSE_SANDBOX: &str = "e2b-close-sandbox";
+
+/// On whose behalf a stateless call runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Caller<'a> {
+    /// The host's caller, in the sandbox its arguments name.
+    Caller,
+    /// The host's caller, whose arguments named no sandbox, in sandbox
+    /// `id` from a [`StatelessPool`](crate::StatelessPool).
+    Pooled(&'a str),
+    /// The pool itself, making, refreshing or closing a waiting sandbox:
+    /// no call is told of, only the sandbox's start and stop.
+    Pool,
+}
+
 impl StatelessRuntime {
     /// Loads a component of the `e2b-tools-stateless` world.
     pub fn load(source: ComponentSource) -> Result<Self, RuntimeError> {
@@ -185,6 +204,18 @@ impl StatelessRuntime {
         tool: &str,
         args: &Value,
     ) -> Result<Value, SessionError> {
+        self.call_as(options, tool, args, Caller::Caller).await
+    }
+
+    /// [`StatelessRuntime::call`] on behalf of `caller`, which decides the
+    /// sandbox and what the subscribers are told.
+    pub(crate) async fn call_as(
+        &self,
+        options: &StatelessOptions,
+        tool: &str,
+        args: &Value,
+        caller: Caller<'_>,
+    ) -> Result<Value, SessionError> {
         let name = export_name(tool);
         let spec = self
             .inner
@@ -198,10 +229,17 @@ impl StatelessRuntime {
                     names.join(", ")
                 ))
             })?;
+        let pooled = match caller {
+            Caller::Pooled(id) => Some(Value::String(id.to_string())),
+            _ => None,
+        };
         let params = spec
             .params
             .iter()
-            .map(|(name, ty)| to_val(lookup(args, name), ty, name))
+            .map(|(name, ty)| match (&pooled, name.as_str()) {
+                (Some(id), SANDBOX_ID) => to_val(Some(id), ty, name),
+                _ => to_val(lookup(args, name), ty, name),
+            })
             .collect::<Result<Vec<Val>, String>>()
             .map_err(SessionError::InvalidArguments)?;
 
@@ -222,16 +260,22 @@ impl StatelessRuntime {
             options.fuel_per_call,
         )?;
         let events = Emitter::new(id, self.inner.subscribers.clone());
-        let asked = lookup(args, "sandbox-id")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let asked = (!asked.is_empty()).then(|| asked.to_string());
-        events.emit(
-            events
-                .event(EventKind::ExecStart)
-                .tool(&name)
-                .sandbox(asked.as_deref()),
-        );
+        let asked = match caller {
+            Caller::Pooled(id) => Some(id.to_string()),
+            _ => lookup(args, SANDBOX_ID)
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())
+                .map(str::to_string),
+        };
+        let told = !matches!(caller, Caller::Pool);
+        if told {
+            events.emit(
+                events
+                    .event(EventKind::ExecStart)
+                    .tool(&name)
+                    .sandbox(asked.as_deref()),
+            );
+        }
         let started = std::time::Instant::now();
         let result = self.call_instance(&mut store, &name, &params).await;
         let mut end = events.event(EventKind::ExecEnd).tool(&name);
@@ -239,17 +283,19 @@ impl StatelessRuntime {
         match &result {
             Ok(value) => {
                 let sandbox = value.get("sandbox_id").and_then(Value::as_str);
+                let sandbox = sandbox.filter(|id| !id.is_empty());
                 end.success = Some(crate::results::succeeded(value));
                 end.error_kind = value
                     .get("kind")
                     .and_then(Value::as_str)
                     .map(str::to_string);
                 end = end.sandbox(sandbox.or(asked.as_deref()));
+                // A pooled sandbox was told of when the pool made it.
                 if asked.is_none() && sandbox.is_some() {
                     let start = events.event(EventKind::SandboxStart).sandbox(sandbox);
                     events.emit(start.detail("created"));
                 }
-                if name == "e2b-close-sandbox" && end.success == Some(true) {
+                if name == CLOSE_SANDBOX && end.success == Some(true) {
                     let stop = events.event(EventKind::SandboxStop);
                     events.emit(
                         stop.sandbox(sandbox.or(asked.as_deref()))
@@ -271,7 +317,9 @@ impl StatelessRuntime {
                 events.emit(error.detail(err.to_string()));
             }
         }
-        events.emit(end);
+        if told {
+            events.emit(end);
+        }
         result
     }
 
@@ -308,7 +356,7 @@ impl StatelessRuntime {
 }
 
 /// `run_code` → `e2b-run-code`; export names are kept.
-fn export_name(tool: &str) -> String {
+pub(crate) fn export_name(tool: &str) -> String {
     if tool.starts_with("e2b-") {
         tool.to_string()
     } else {
@@ -318,7 +366,7 @@ fn export_name(tool: &str) -> String {
 
 /// The argument for parameter `name` (kebab-case), also found under its
 /// snake-case spelling.
-fn lookup<'a>(args: &'a Value, name: &str) -> Option<&'a Value> {
+pub(crate) fn lookup<'a>(args: &'a Value, name: &str) -> Option<&'a Value> {
     args.get(name)
         .or_else(|| args.get(name.replace('-', "_")))
         .filter(|v| !v.is_null())

@@ -70,7 +70,8 @@ pub struct FaultRule {
     /// Only this method (any when `None`).
     pub method: Option<Method>,
     /// Request paths starting with this, e.g. `/v2/sandboxes`,
-    /// `/process.Process/Start`, `/execute`, `/files`.
+    /// `/process.Process/Start`, `/execute`, `/files`; ending in `$`, the
+    /// path itself (`/v2/sandboxes$`: creates, not connects).
     pub path_prefix: String,
     /// How many matching requests it hits.
     pub times: usize,
@@ -120,7 +121,11 @@ impl Faults {
     fn take(&self, method: &Method, path: &str) -> Option<Fault> {
         let mut rules = self.rules.lock().ok()?;
         let idx = rules.iter().position(|r| {
-            r.method.as_ref().is_none_or(|m| m == method) && path.starts_with(&r.path_prefix)
+            let path_matches = match r.path_prefix.strip_suffix('$') {
+                Some(exact) => path == exact,
+                None => path.starts_with(&r.path_prefix),
+            };
+            r.method.as_ref().is_none_or(|m| m == method) && path_matches
         })?;
         let rule = &mut rules[idx];
         rule.times -= 1;

@@ -322,7 +322,7 @@ pub fn parse_sandbox(
         if let Some(id) = attach_id {
             return Err(Failure::new(
                 ErrorKind::NotFound,
-                format!("Paused sandbox {id} not found"),
+                e2b_wire::host_guest::sandbox_not_found(id),
             ));
         }
     }

@@ -26,7 +26,7 @@ pub const TOOLS: [&str; 11] = [
     "e2b-close-sandbox",
 ];
 
-fn runtime() -> &'static StatelessRuntime {
+pub fn runtime() -> &'static StatelessRuntime {
     static RUNTIME: OnceLock<StatelessRuntime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
         StatelessRuntime::load(ComponentSource::EmbeddedStateless).expect("load the component")

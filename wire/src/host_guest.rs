@@ -6,6 +6,8 @@
 //! - the size limits both sides enforce ([`MAX_WRITE_BYTES`],
 //!   [`MAX_ARGUMENTS_BYTES`]) and their messages;
 //! - cancellation ([`HEADER_FINISH_ON_CANCEL`], [`CANCELLED_BY_HOST`]);
+//! - the error of a sandbox gone before a call attached to it
+//!   ([`sandbox_not_found`]), which a warm pool recognises;
 //! - the environment variables a host sets and the guest reads ([`mod@env`]).
 
 /// The most `write_file` takes in one call, in bytes: 32 MiB. Sized for the
@@ -47,6 +49,14 @@ pub fn arguments_too_large(len: usize) -> String {
         "Invalid arguments: {len} bytes of JSON; a tool call takes at most {MAX_ARGUMENTS_BYTES} bytes ({} MiB), and write_file at most {MAX_WRITE_BYTES} bytes of content. {SPLIT_ADVICE}",
         MAX_ARGUMENTS_BYTES >> 20
     )
+}
+
+/// The error of a call that attaches to sandbox `id` when it no longer
+/// exists (the words of E2B's SDK). A host that gave a stateless call a
+/// sandbox from its warm pool takes another when the answer ends with it:
+/// nothing ran.
+pub fn sandbox_not_found(id: &str) -> String {
+    format!("Paused sandbox {id} not found")
 }
 
 /// The `E2B_TOOLS_*` environment variables a host sets and the guest

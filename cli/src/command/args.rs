@@ -253,7 +253,9 @@ pub(crate) struct GlobalArgs {
     pub(crate) time_scale: Option<f64>,
     /// mcp, mcp --http and batch: keep N sandboxes made ahead (1 to 64), so
     /// a new session's first call does not wait for one; they wait on a
-    /// short timeout and are killed when the command ends.
+    /// short timeout and are killed when the command ends. mcp --http
+    /// keeps N more, from the first call of a client of the stateless
+    /// revision on, for its calls that name no sandbox.
     #[arg(long, global = true, value_name = "N", value_parser = parse_pool_size)]
     pub(crate) warm_pool: Option<usize>,
     /// Cap on the component's memory, in MiB.

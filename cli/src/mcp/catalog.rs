@@ -2,10 +2,10 @@
 //! the same tools for clients of the stateless revision.
 
 use super::error::McpError;
-use e2b_tools_host::Session;
+use e2b_tools_host::{Session, SessionError, StatelessPool};
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{Map, Value};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The tools and instructions as MCP serves them: read once from a
 /// component, shared by every connection of a server.
@@ -57,11 +57,18 @@ impl Catalog {
 /// instance per call, the sandbox travelling as a `sandbox_id` argument and
 /// result field, as in a plugin host. Without it such a client would get a
 /// fresh sandbox for every call and lose its state without a word.
+///
+/// With a warm pool, its sandboxes are made from the first such call on
+/// (a server whose clients never use the revision holds none of them),
+/// and later calls that name no sandbox take one.
 #[derive(Clone)]
 pub struct StatelessTools {
-    pub(super) runtime: e2b_tools_host::StatelessRuntime,
-    pub(super) options: e2b_tools_host::StatelessOptions,
+    runtime: e2b_tools_host::StatelessRuntime,
+    options: e2b_tools_host::StatelessOptions,
     pub(super) tools: Arc<Vec<Tool>>,
+    /// The warm pool's size (0: none).
+    pool_size: usize,
+    pool: Arc<OnceLock<Option<StatelessPool>>>,
 }
 
 impl StatelessTools {
@@ -140,6 +147,48 @@ impl StatelessTools {
             runtime,
             options,
             tools: Arc::new(tools),
+            pool_size: 0,
+            pool: Arc::default(),
+        }
+    }
+
+    /// The same tools with a warm pool of `size` sandboxes (0: none),
+    /// started by the first call.
+    pub fn with_pool(self, size: usize) -> Self {
+        Self {
+            pool_size: size,
+            ..self
+        }
+    }
+
+    /// Calls `tool` in a fresh instance: in the sandbox `args` name, else
+    /// in one from the pool, else in a new one.
+    pub(super) async fn call(&self, tool: &str, args: &Value) -> Result<Value, SessionError> {
+        match self.pool() {
+            Some(pool) => pool.call(tool, args).await,
+            None => self.runtime.call(&self.options, tool, args).await,
+        }
+    }
+
+    /// The warm pool, started now if it is the first call.
+    pub fn pool(&self) -> Option<&StatelessPool> {
+        if self.pool_size == 0 {
+            return None;
+        }
+        self.pool
+            .get_or_init(|| {
+                StatelessPool::start(&self.runtime, self.options.clone(), self.pool_size)
+                    .map_err(|err| tracing::warn!(error = %err, "no warm pool for stateless calls"))
+                    .ok()
+            })
+            .as_ref()
+    }
+
+    /// Closes the warm pool, if it was started: its waiting sandboxes are
+    /// killed.
+    pub async fn close(&self) {
+        if let Some(Some(pool)) = self.pool.get() {
+            pool.close().await;
         }
     }
 }

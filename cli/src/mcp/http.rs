@@ -63,7 +63,9 @@ pub struct HttpOptions {
     /// Browser origins allowed besides loopback ones (`http://localhost:*`
     /// and `http://127.0.0.1:*` always are).
     pub allowed_origins: Vec<String>,
-    /// Sandboxes made ahead for new sessions (`--warm-pool N`; 0: none).
+    /// Sandboxes made ahead for new sessions (`--warm-pool N`; 0: none),
+    /// and as many for calls of the stateless revision that name no
+    /// sandbox, from the first such call on.
     pub warm_pool: usize,
 }
 
@@ -127,6 +129,7 @@ pub struct McpHttpServer {
     live: Arc<AtomicUsize>,
     url: String,
     pool: Option<WarmPool>,
+    stateless: StatelessTools,
 }
 
 #[derive(Clone)]
@@ -164,7 +167,8 @@ impl McpHttpServer {
             stateless_runtime,
             e2b_tools_host::StatelessOptions::for_session(&session_options),
             &catalog,
-        );
+        )
+        .with_pool(options.warm_pool);
         let listener = tokio::net::TcpListener::bind(options.addr)
             .await
             .map_err(|source| McpError::Bind {
@@ -193,6 +197,7 @@ impl McpHttpServer {
         };
         let factory = {
             let (live, cleanup) = (live.clone(), cleanup.clone());
+            let stateless_tools = stateless.clone();
             move || {
                 let counted = RESERVED
                     .try_with(Cell::take)
@@ -201,7 +206,7 @@ impl McpHttpServer {
                     .unwrap_or_else(|| LiveSession::count(&live));
                 Ok(McpServer::lazy(
                     catalog.clone(),
-                    stateless.clone(),
+                    stateless_tools.clone(),
                     open.clone(),
                     cleanup.clone(),
                     counted,
@@ -240,12 +245,19 @@ impl McpHttpServer {
             live,
             url: format!("http://{local}{PATH}"),
             pool,
+            stateless,
         })
     }
 
     /// The warm pool new sessions take their sandboxes from, if any.
     pub fn pool(&self) -> Option<&WarmPool> {
         self.pool.as_ref()
+    }
+
+    /// The tools served to clients of the stateless revision, and their
+    /// warm pool.
+    pub fn stateless(&self) -> &StatelessTools {
+        &self.stateless
     }
 
     /// The endpoint's URL.
@@ -277,6 +289,7 @@ impl McpHttpServer {
         if let Some(pool) = &self.pool {
             pool.close().await;
         }
+        self.stateless.close().await;
         // rmcp drops each session's handler as it winds the session down;
         // the handler's drop hands its sandbox to `cleanup`. Wait for every
         // handler to go before waiting for the shutdowns it started.

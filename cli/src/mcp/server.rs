@@ -179,8 +179,7 @@ impl ServerHandler for McpServer {
             }
             let args = Value::Object(request.arguments.unwrap_or_default());
             let result = stateless
-                .runtime
-                .call(&stateless.options, &request.name, &args)
+                .call(&request.name, &args)
                 .await
                 .unwrap_or_else(failure_result);
             return Ok(tool_result(result).into());

@@ -437,6 +437,48 @@ fn a_warm_pool_fills_ahead_and_leaves_nothing_at_sigterm_or_sigint() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("a warm pool holds 1 to 64"));
 }
 
+/// `mcp --http --warm-pool 1` with the official Python client of the
+/// stateless revision: from its first call on, a call that names no
+/// sandbox runs in one made before it; SIGTERM leaves no sandbox of either
+/// pool behind.
+#[test]
+fn a_stateless_clients_call_takes_a_sandbox_made_ahead_and_sigterm_leaves_none() {
+    let python = std::env::var("E2B_TOOLS_PYTHON").expect(
+        "set E2B_TOOLS_PYTHON to a Python with the `mcp` and `jsonschema` packages \
+         (`scripts/bootstrap --test` makes target/pyenv)",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let (local, env) = local_serve(state.path());
+    let _local = Stop(local);
+    let args = ["--backend", "e2b", "--warm-pool", "1", "mcp", "--http", "0"];
+    let (mut server, url) = http_server(&args, &env);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/mcp_http_client.py");
+    let client = |phase: &str| {
+        let mut client = Command::new(&python);
+        client.args([
+            script,
+            phase,
+            &url,
+            "test-token",
+            &env["E2B_API_URL"],
+            &env["E2B_API_KEY"],
+        ]);
+        run(client, "")
+    };
+    let pooled = client("stateless-pool");
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let status = server.wait().unwrap();
+    assert_eq!(pooled.status, 0, "{pooled:?}");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        live_sandboxes(&env["E2B_API_URL"], &env["E2B_API_KEY"]),
+        0,
+        "the pools' waiting sandboxes are killed"
+    );
+}
+
 /// How many sandboxes the local server at `api_url` runs.
 fn live_sandboxes(api_url: &str, key: &str) -> usize {
     use std::io::{Read, Write};

@@ -6,6 +6,10 @@ Usage: python mcp_http_client.py PHASE MCP_URL TOKEN API_URL API_KEY
         sandboxes, every tool, the session cap, a closed session's sandbox
         killed; leaves one session (with a sandbox) open on purpose.
   PHASE "after-shutdown": no sandbox is left.
+  PHASE "stateless-pool" (a server with --warm-pool 1): a client of the
+        stateless revision; its second call that names no sandbox runs in
+        one made before the call (the first call started the pool); both
+        sandboxes closed, the pools' two left waiting.
 Prints OK on success; raises (non-zero exit) otherwise.
 """
 
@@ -171,8 +175,33 @@ def after_shutdown() -> None:
     wait_for_sandboxes(0)
 
 
+async def stateless_pool() -> None:
+    transport = streamable_http_client(URL, http_client=create_mcp_http_client(headers=AUTH))
+    async with Client(transport) as modern:
+        assert modern.protocol_version == "2026-07-28", modern.protocol_version
+        listed = await modern.list_tools()
+        schemas = {t.name: t.output_schema for t in listed.tools}
+        first = await call(modern, schemas, "run_command", {"command": "echo one"})
+        # The session pool's sandbox, the first call's, the stateless pool's.
+        wait_for_sandboxes(3)
+        before = {s["sandboxID"] for s in live_sandboxes()}
+        second = await call(modern, schemas, "run_command", {"command": "echo two"})
+        assert second["stdout"] == "two\n", second
+        assert second["sandbox_id"] in before, (second, before)
+        assert second["sandbox_id"] != first["sandbox_id"], (first, second)
+        for made in (first, second):
+            closed = await call(
+                modern, schemas, "close_sandbox", {"sandbox_id": made["sandbox_id"]}
+            )
+            assert closed["closed"] == "killed", closed
+    # Refilled: one waits in each pool.
+    wait_for_sandboxes(2)
+
+
 if PHASE == "sessions":
     anyio.run(sessions)
+elif PHASE == "stateless-pool":
+    anyio.run(stateless_pool)
 else:
     after_shutdown()
 print("OK")
