@@ -111,7 +111,7 @@ pub use loader::{
     CompileCache, ComponentSource, RuntimeError, RuntimeOptions, EMBEDDED_COMPONENT,
     EMBEDDED_STATELESS,
 };
-pub use outbound::OutboundClient;
+pub use outbound::{OutboundClient, OutboundStats};
 pub use policy::{OutboundPolicy, PolicyError, DEFAULT_DOMAIN};
 pub use pool::{PoolError, PoolStats, StatelessPool, WarmPool, MAX_POOL_SIZE, WAITING_TIMEOUT};
 pub use proxy::{check_proxy_url, Proxy, ProxyError};

@@ -191,7 +191,8 @@ fn build_engine() -> Result<Engine, RuntimeError> {
 }
 
 /// WASI p2 (no preopens, no sockets: see [`SessionState`]), `wasi:http`
-/// through our hooks, and our monotonic clock shadowing wasmtime-wasi's.
+/// through our hooks, and our monotonic clock and `outgoing-handler.handle`
+/// shadowing wasmtime's.
 fn build_linker(engine: &Engine) -> wasmtime::Result<Linker<SessionState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -204,6 +205,7 @@ fn build_linker(engine: &Engine) -> wasmtime::Result<Linker<SessionState>> {
             table: &mut state.table,
         },
     )?;
+    crate::outbound::handle::add_to_linker(&mut linker)?;
     linker.allow_shadowing(false);
     Ok(linker)
 }

@@ -109,4 +109,9 @@ impl Runtime {
     pub(crate) fn client(&self) -> &OutboundClient {
         &self.inner.client
     }
+
+    /// How the requests of this runtime's sessions were sent so far.
+    pub fn outbound_stats(&self) -> crate::OutboundStats {
+        self.inner.client.stats()
+    }
 }

@@ -13,7 +13,7 @@ pub(crate) struct SessionState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
     pub(crate) table: ResourceTable,
-    hooks: OutboundHooks,
+    pub(crate) hooks: OutboundHooks,
     pub(crate) limits: MemoryLimiter,
     pub(crate) clock: SessionClock,
     /// Cancels the instance's current call (shared with its hooks).

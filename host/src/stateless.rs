@@ -189,6 +189,11 @@ impl StatelessRuntime {
         self.inner.subscribers.subscribe(Arc::new(subscriber))
     }
 
+    /// How the requests of this runtime's calls were sent so far.
+    pub fn outbound_stats(&self) -> crate::OutboundStats {
+        self.inner.client.stats()
+    }
+
     /// The exported tools.
     pub fn tools(&self) -> &[StatelessTool] {
         &self.inner.tools

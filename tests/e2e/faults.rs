@@ -191,3 +191,53 @@ async fn a_failing_keep_alive_does_not_fail_the_call() {
     );
     s.shutdown().await.unwrap();
 }
+
+/// The host sends a request whose body the component has written from the
+/// calling task, and hands an answer that comes at once back ready; a slow
+/// answer, or a body still being written (a large upload), goes on in a
+/// task of its own, and arrives whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_answers_come_back_inline_and_slow_or_streamed_requests_go_on_in_a_task() {
+    use e2b_tools_host::{ComponentSource, Runtime, Session, SessionOptions};
+    let server = server().await;
+    // A runtime of its own: its counts are this test's requests only.
+    let runtime = Runtime::load(ComponentSource::Embedded).unwrap();
+    let options = SessionOptions {
+        env: crate::harness::env_for(&server),
+        ..SessionOptions::default()
+    };
+    let s = Session::open(&runtime, options).await.unwrap();
+    ok(call(&s, "write_file", json!({"path": "a.txt", "content": "hi"})).await);
+    let before = runtime.outbound_stats();
+    ok(call(&s, "read_file", json!({"path": "a.txt"})).await);
+    let after = runtime.outbound_stats();
+    assert_eq!(
+        after.answered_inline,
+        before.answered_inline + 1,
+        "{after:?}"
+    );
+    assert_eq!(after.in_task, before.in_task, "{after:?}");
+
+    server
+        .faults()
+        .inject(rule("/files", Fault::Delay(Duration::from_millis(300))));
+    let r = ok(call(&s, "read_file", json!({"path": "a.txt"})).await);
+    assert_eq!(r["content"], "hi");
+    let slow = runtime.outbound_stats();
+    assert_eq!(slow.in_task, after.in_task + 1, "{slow:?}");
+
+    // Larger than the host's body buffer: written after `handle`.
+    let content = "x".repeat(4 << 20);
+    ok(call(
+        &s,
+        "write_file",
+        json!({"path": "big.txt", "content": content}),
+    )
+    .await);
+    let streamed = runtime.outbound_stats();
+    assert_eq!(streamed.in_task, slow.in_task + 1, "{streamed:?}");
+    let r = ok(call(&s, "run_command", json!({"command": "wc -c < big.txt"})).await);
+    assert_eq!(r["stdout"], format!("{}\n", 4 << 20));
+    s.shutdown().await.unwrap();
+    server.shutdown().await;
+}

@@ -6,6 +6,10 @@
 //! per request; a tool call makes several requests to the same two hosts, so
 //! a shared pool saves a handshake on every one of them.
 
+pub(crate) mod handle;
+
+pub use handle::OutboundStats;
+
 use crate::policy::OutboundPolicy;
 use crate::proxy::{Proxy, ProxyConnector, ProxyFailure, ProxyRules, Route};
 use bytes::Bytes;
@@ -46,6 +50,7 @@ pub struct OutboundClient {
     plain: PlainClient,
     tls: Arc<OnceLock<Result<TlsClient, String>>>,
     proxy: Arc<ProxyRules>,
+    sends: Arc<handle::SendCounts>,
 }
 
 impl std::fmt::Debug for OutboundClient {
@@ -75,7 +80,13 @@ impl OutboundClient {
             plain: pooled(ProxyConnector::new(tcp_connector(), Arc::clone(&proxy))),
             tls: Arc::new(OnceLock::new()),
             proxy,
+            sends: Arc::default(),
         }
+    }
+
+    /// How the requests of every session on this client were sent so far.
+    pub fn stats(&self) -> OutboundStats {
+        self.sends.read()
     }
 
     fn connector(&self) -> ProxyConnector {
@@ -409,6 +420,11 @@ pub(crate) struct OutboundHooks {
 }
 
 impl OutboundHooks {
+    /// Where `handle` counts how it sent this session's requests.
+    pub(crate) fn sends(&self) -> Arc<handle::SendCounts> {
+        Arc::clone(&self.client.sends)
+    }
+
     pub(crate) fn new(
         policy: Arc<OutboundPolicy>,
         client: OutboundClient,
