@@ -167,10 +167,21 @@ fn a_prepared_sandbox_waits_on_a_short_ttl_and_gets_the_configured_one_when_hand
     let ctx = ctx(300);
     let health = "Get http://sbx.test/health";
     ctx.platform.route(health, vec![Answer::new(204, "")]);
+    let mut process = vec![started(1)];
+    process.extend(exited(0));
+    ctx.platform.route(START, vec![Answer::steps(200, process)]);
     let id = run(&ctx.platform.clock, ctx.prepare(Some(60))).unwrap();
     assert_eq!(id, "sbx1");
-    // Its envd asked once: a sandbox that starts on first use starts now.
+    // Its envd asked once: a sandbox that starts on first use starts now;
+    // and one process run, so the first call's is not the sandbox's first.
     assert_eq!(ctx.platform.sent_ms(health).len(), 1);
+    let sent = &ctx.platform.bodies(START)[0];
+    let warm_up: serde_json::Value =
+        serde_json::from_str(&sent[sent.find('{').unwrap()..]).unwrap();
+    assert_eq!(
+        warm_up["process"]["args"],
+        serde_json::json!(["-l", "-c", "true"])
+    );
     let body: serde_json::Value = serde_json::from_str(&ctx.platform.bodies(CREATE)[0]).unwrap();
     assert_eq!(body["timeout"], 60, "created on the pool's TTL");
     assert_eq!(
@@ -194,4 +205,6 @@ fn a_prepared_sandbox_waits_on_a_short_ttl_and_gets_the_configured_one_when_hand
     let err = run(&ctx.platform.clock, ctx.prepare(None)).unwrap_err();
     assert_eq!(err.kind, crate::errors::ErrorKind::SandboxExpired);
     assert_eq!(ctx.platform.sent_ms(CREATE).len(), 1);
+    // Only a new sandbox is warmed.
+    assert_eq!(ctx.platform.sent_ms(START).len(), 1);
 }

@@ -26,9 +26,13 @@ use crate::config::{OnTimeout, Settings};
 use crate::errors::{ErrorKind, Failure};
 use crate::output::redact::Secrets;
 use crate::protocol::api::{self, SandboxHandle};
+use crate::protocol::envd;
 use crate::protocol::request::HttpRequest;
 use platform::{Platform, ResponseBody};
 use retry::{Attempt, Retry};
+
+/// The longest the process `prepare` runs to warm a new sandbox may take.
+const WARM_UP_MS: u64 = 10_000;
 
 /// The state of the instance.
 #[derive(Debug, Clone)]
@@ -434,9 +438,12 @@ impl<P: Platform> Ctx<P> {
         self.update(|s| s.settings.configured_ttl = configured);
         match acquired {
             Ok((settings, handle)) => {
-                // Its envd answering: a sandbox that starts on first use
-                // (the local server's) starts now, not on the first call.
-                let health = crate::protocol::envd::sandbox_request(
+                // Its envd answering, then one process run, best effort: a
+                // sandbox that starts on first use (the local server's)
+                // starts now, and what a first command pays in a fresh
+                // sandbox (cold caches, envd's first spawn) is paid here,
+                // not by the first call.
+                let health = envd::sandbox_request(
                     &settings,
                     &handle,
                     e2b_wire::ENVD_PORT,
@@ -444,6 +451,14 @@ impl<P: Platform> Ctx<P> {
                     "/health",
                 );
                 let _ = self.exchange(&settings, &health).await;
+                let warm_up = envd::StartSpec {
+                    command: "true".into(),
+                    cwd: None,
+                    envs: Default::default(),
+                    timeout_ms: Some(WARM_UP_MS),
+                };
+                let warm_up = envd::start_request(&settings, &handle, &warm_up);
+                let _ = self.exchange(&settings, &warm_up).await;
                 Ok(handle.id)
             }
             Err(Unavailable::Create(f) | Unavailable::Expired(f)) => Err(f),
