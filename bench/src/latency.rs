@@ -77,30 +77,61 @@ pub(crate) async fn profile_loop(
     let session = open_session(runtime, env).await?;
     let outcome = async {
         write_bench_file(&session).await?;
-        let slot = LATENCY_CALLS
-            .iter()
-            .position(|name| *name == tool)
-            .ok_or_else(|| host(format!("--profile-tool: one of {LATENCY_CALLS:?}")))?;
-        let args = latency_args(slot);
-        let until = Instant::now() + Duration::from_secs(seconds);
-        let mut calls = 0u64;
-        eprintln!(
-            "bench: calling {tool} in a loop for {seconds} s (pid {})",
-            std::process::id()
-        );
-        while Instant::now() < until {
+        let args = latency_args(slot_of(tool)?);
+        call_for(tool, seconds, async || {
             call_ok(&session, tool, &args).await?;
-            calls += 1;
-        }
-        eprintln!(
-            "bench: {calls} calls, {:.3} ms each",
-            seconds as f64 * 1000.0 / calls as f64
-        );
-        Ok(())
+            Ok(())
+        })
+        .await
     }
     .await;
     let _ = session.shutdown().await;
     outcome
+}
+
+/// `e2b-tools-bench --profile SECONDS --profile-floor`: the native floor's
+/// request for `tool` in a loop, the other side of the same profile.
+pub(crate) async fn profile_floor_loop(
+    server: &LocalServer,
+    tool: &str,
+    seconds: u64,
+) -> Result<(), Failure> {
+    let slot = slot_of(tool)?;
+    let floor = Floor::open(server).await?;
+    let outcome = call_for(tool, seconds, async || floor.call(slot).await.map(drop)).await;
+    floor.close().await;
+    outcome
+}
+
+/// The slot in [`LATENCY_CALLS`] of `tool`.
+fn slot_of(tool: &str) -> Result<usize, Failure> {
+    LATENCY_CALLS
+        .iter()
+        .position(|name| *name == tool)
+        .ok_or_else(|| host(format!("--profile-tool: one of {LATENCY_CALLS:?}")))
+}
+
+/// Runs `call` in a loop for `seconds`, saying how long each took.
+async fn call_for(
+    tool: &str,
+    seconds: u64,
+    mut call: impl AsyncFnMut() -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut calls = 0u64;
+    eprintln!(
+        "bench: calling {tool} in a loop for {seconds} s (pid {})",
+        std::process::id()
+    );
+    while Instant::now() < until {
+        call().await?;
+        calls += 1;
+    }
+    eprintln!(
+        "bench: {calls} calls, {:.3} ms each",
+        seconds as f64 * 1000.0 / calls as f64
+    );
+    Ok(())
 }
 
 pub(crate) type FloorClient = Client<HttpConnector, Full<Bytes>>;

@@ -94,6 +94,10 @@ struct BenchArgs {
     /// The tool `--profile` calls.
     #[arg(long, default_value = "read_file")]
     profile_tool: String,
+    /// `--profile` loops the native floor's request for the tool instead,
+    /// to profile both sides alike.
+    #[arg(long, requires = "profile")]
+    profile_floor: bool,
     /// Internal: be the TLS-through-a-proxy child (its plan as JSON).
     #[arg(long, hide = true, value_name = "JSON")]
     probe_tls: Option<String>,
@@ -219,7 +223,10 @@ async fn bench(args: BenchArgs) -> Result<u8, Failure> {
         return Ok(0);
     }
     if let Some(seconds) = args.profile {
-        let outcome = profile_loop(&runtime, &env, &args.profile_tool, seconds).await;
+        let outcome = match args.profile_floor {
+            true => profile_floor_loop(&server, &args.profile_tool, seconds).await,
+            false => profile_loop(&runtime, &env, &args.profile_tool, seconds).await,
+        };
         server.shutdown().await;
         outcome?;
         return Ok(0);

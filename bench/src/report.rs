@@ -451,6 +451,15 @@ impl Report {
             self.wasm_bytes as f64 / KIB,
             verdict(self.wasm_bytes <= MIB)
         );
+        if let Some(pool) = &self.pool {
+            for (client, pooled_over_warm) in pool.ratios() {
+                let _ = writeln!(
+                    out,
+                    "| (7) {client}: first call with a warm pool ≤ 1.5× a warm call (issue 28) | {pooled_over_warm:.2} | {} |",
+                    verdict(pooled_over_warm <= 1.5)
+                );
+            }
+        }
         out
     }
 }

@@ -1,15 +1,17 @@
 //! (11) The first call of a new session with E2B's create latency (the
 //! local server's `Fault::Delay` of 400 ms on every create): without and
 //! with a warm pool, in the host library and through `mcp --http`, against
-//! a warm call of an open session; and what a waiting pooled session costs.
+//! a warm call of an open session; the same for a stateless call that
+//! names no sandbox (`StatelessPool`) against one by id; and what a
+//! waiting pooled session costs.
 
 use super::*;
-use e2b_tools_host::WarmPool;
+use e2b_tools_host::{PoolStats, StatelessPool, WarmPool};
 
 /// E2B's create-to-ready latency at the median (public leaderboards).
 pub(crate) const CREATE_DELAY: Duration = Duration::from_millis(400);
 /// First calls measured per row.
-const FIRST_CALLS: usize = 10;
+const FIRST_CALLS: usize = 20;
 /// The pool's size in this section.
 const POOL_SIZE: usize = 2;
 
@@ -22,6 +24,9 @@ pub(crate) struct PoolRow {
     pub(crate) mcp_fresh: Percentiles,
     pub(crate) mcp_pooled: Percentiles,
     pub(crate) mcp_warm: Percentiles,
+    pub(crate) stateless_fresh: Percentiles,
+    pub(crate) stateless_pooled: Percentiles,
+    pub(crate) stateless_warm: Percentiles,
     pub(crate) waiting_kib_each: f64,
     pub(crate) held: usize,
 }
@@ -29,7 +34,7 @@ pub(crate) struct PoolRow {
 fn slow_creates(server: &LocalServer) {
     server.faults().inject(e2b_local::FaultRule {
         method: None,
-        path_prefix: "/v2/sandboxes".into(),
+        path_prefix: "/v2/sandboxes$".into(),
         times: usize::MAX,
         fault: e2b_local::Fault::Delay(CREATE_DELAY),
     });
@@ -44,11 +49,11 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-async fn filled(pool: &WarmPool, n: usize) -> Result<(), Failure> {
+async fn filled(stats: impl Fn() -> PoolStats, n: usize) -> Result<(), Failure> {
     let until = Instant::now() + Duration::from_secs(60);
-    while pool.stats().waiting < n {
+    while stats().waiting < n {
         if Instant::now() > until {
-            return Err(host(format!("the pool never filled: {:?}", pool.stats())));
+            return Err(host(format!("the pool never filled: {:?}", stats())));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -89,7 +94,7 @@ async fn measure(
     let (mut fresh, mut pooled, mut warm) = (Vec::new(), Vec::new(), Vec::new());
     let before = rss_kib();
     let pool = WarmPool::start(runtime, options.clone(), POOL_SIZE).map_err(host)?;
-    filled(&pool, POOL_SIZE).await?;
+    filled(|| pool.stats(), POOL_SIZE).await?;
     row.waiting_kib_each = rss_kib().saturating_sub(before) as f64 / POOL_SIZE as f64;
     row.held = server.stats().live_sandboxes;
     for _ in 0..FIRST_CALLS {
@@ -98,7 +103,7 @@ async fn measure(
             .await
             .map_err(host)?;
         fresh.push(first_call(session, started).await?);
-        filled(&pool, POOL_SIZE).await?;
+        filled(|| pool.stats(), POOL_SIZE).await?;
         let started = Instant::now();
         let session = pool.session().await.map_err(host)?;
         call_ok(&session, "run_command", &json!({"command": "true"})).await?;
@@ -112,6 +117,7 @@ async fn measure(
     row.library_fresh = Percentiles::of(fresh);
     row.library_pooled = Percentiles::of(pooled);
     row.library_warm = Percentiles::of(warm);
+    stateless_first_calls(env, &mut row).await?;
 
     let plain = HttpServer::start_with(env, &[]).await?;
     let size = POOL_SIZE.to_string();
@@ -150,26 +156,71 @@ async fn measure(
     Ok(row)
 }
 
+/// A stateless call of `run_command` that names no sandbox: without a pool
+/// (it creates one), with one (`StatelessPool::call`), and by the id of the
+/// sandbox it ran in (warm). Each sandbox is closed after its samples.
+async fn stateless_first_calls(
+    env: &BTreeMap<String, String>,
+    row: &mut PoolRow,
+) -> Result<(), Failure> {
+    let runtime =
+        tokio::task::spawn_blocking(|| StatelessRuntime::load(ComponentSource::EmbeddedStateless))
+            .await
+            .map_err(host)?
+            .map_err(host)?;
+    let options = StatelessOptions {
+        env: env.clone(),
+        ..StatelessOptions::default()
+    };
+    let pool = StatelessPool::start(&runtime, options.clone(), POOL_SIZE).map_err(host)?;
+    let command = json!({"command": "true"});
+    let (mut fresh, mut pooled, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+    let outcome = async {
+        for _ in 0..FIRST_CALLS {
+            let started = Instant::now();
+            let made = runtime
+                .call(&options, "run_command", &command)
+                .await
+                .map_err(host)?;
+            fresh.push(started.elapsed());
+            let made = check_success("run_command", made)?;
+            filled(|| pool.stats(), POOL_SIZE).await?;
+            let started = Instant::now();
+            let taken = pool.call("run_command", &command).await.map_err(host)?;
+            pooled.push(started.elapsed());
+            let taken = check_success("run_command", taken)?;
+            let by_id = json!({"command": "true", "sandbox_id": taken["sandbox_id"]});
+            let started = Instant::now();
+            let again = runtime
+                .call(&options, "run_command", &by_id)
+                .await
+                .map_err(host)?;
+            warm.push(started.elapsed());
+            check_success("run_command", again)?;
+            for id in [&made["sandbox_id"], &taken["sandbox_id"]] {
+                let close = json!({"sandbox_id": id});
+                let closed = runtime
+                    .call(&options, "close_sandbox", &close)
+                    .await
+                    .map_err(host)?;
+                check_success("close_sandbox", closed)?;
+            }
+        }
+        Ok::<_, Failure>(())
+    }
+    .await;
+    pool.close().await;
+    outcome?;
+    row.stateless_fresh = Percentiles::of(fresh);
+    row.stateless_pooled = Percentiles::of(pooled);
+    row.stateless_warm = Percentiles::of(warm);
+    Ok(())
+}
+
 impl PoolRow {
-    pub(crate) fn markdown(&self, out: &mut String) {
-        let _ = writeln!(
-            out,
-            "\n## 11. The first call, with a warm pool\n\nEvery sandbox creation takes \
-             {} ms more (the local server's `Fault::Delay`, E2B's create latency at the \
-             median). A new session's first `run_command` of `true` to its result (library: \
-             from `Session::open` or `WarmPool::session`; MCP: the session's first \
-             `tools/call`, after its `initialize`, which opens its instance), without a pool, and with one of {POOL_SIZE} sandboxes made ahead (`WarmPool::session`; \
-             `mcp --http --warm-pool {POOL_SIZE}`), refilled between samples; then the same \
-             session's second call (warm). {} samples each, interleaved.\n",
-            CREATE_DELAY.as_millis(),
-            self.library_fresh.samples
-        );
-        let _ = writeln!(
-            out,
-            "| client | first call, no pool p50 / p95 | first call, pooled p50 / p95 | warm call p50 / p95 | pooled / warm p50 |"
-        );
-        let _ = writeln!(out, "|---|---|---|---|---|");
-        for (name, fresh, pooled, warm) in [
+    /// Each client's rows: its name, fresh, pooled and warm first calls.
+    fn rows(&self) -> [(&'static str, &Percentiles, &Percentiles, &Percentiles); 3] {
+        [
             (
                 "host library",
                 &self.library_fresh,
@@ -182,7 +233,45 @@ impl PoolRow {
                 &self.mcp_pooled,
                 &self.mcp_warm,
             ),
-        ] {
+            (
+                "stateless call (host library)",
+                &self.stateless_fresh,
+                &self.stateless_pooled,
+                &self.stateless_warm,
+            ),
+        ]
+    }
+
+    /// Each client's pooled first call over its warm call, at p50.
+    pub(crate) fn ratios(&self) -> Vec<(&'static str, f64)> {
+        self.rows()
+            .into_iter()
+            .map(|(name, _, pooled, warm)| (name, ratio(pooled.p50, warm.p50)))
+            .collect()
+    }
+
+    pub(crate) fn markdown(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "\n## 11. The first call, with a warm pool\n\nEvery sandbox creation takes \
+             {} ms more (the local server's `Fault::Delay`, E2B's create latency at the \
+             median). A new session's first `run_command` of `true` to its result (library: \
+             from `Session::open` or `WarmPool::session`; MCP: the session's first \
+             `tools/call`, after its `initialize`, which opens its instance), without a pool, and with one of {POOL_SIZE} sandboxes made ahead (`WarmPool::session`; \
+             `mcp --http --warm-pool {POOL_SIZE}`), refilled between samples; then the same \
+             session's second call (warm). A stateless call (a fresh instance per call, as \
+             plugin hosts make) that names no sandbox: without a pool it creates one; with \
+             `StatelessPool` ({POOL_SIZE} made ahead) it runs in a waiting one; warm is the \
+             next call by that sandbox's id. {} samples each, interleaved.\n",
+            CREATE_DELAY.as_millis(),
+            self.library_fresh.samples
+        );
+        let _ = writeln!(
+            out,
+            "| client | first call, no pool p50 / p95 | first call, pooled p50 / p95 | warm call p50 / p95 | pooled / warm p50 |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for (name, fresh, pooled, warm) in self.rows() {
             let _ = writeln!(
                 out,
                 "| {name} | {} / {} | {} / {} | {} / {} | {:.2} |",
