@@ -299,6 +299,23 @@ fn server_env(server: &LocalServer) -> BTreeMap<String, String> {
     ])
 }
 
+/// The stateless component, loaded off the async threads, and the options
+/// of calls to the local server of `env`.
+async fn load_stateless(
+    env: &BTreeMap<String, String>,
+) -> Result<(StatelessRuntime, StatelessOptions), Failure> {
+    let runtime =
+        tokio::task::spawn_blocking(|| StatelessRuntime::load(ComponentSource::EmbeddedStateless))
+            .await
+            .map_err(host)?
+            .map_err(host)?;
+    let options = StatelessOptions {
+        env: env.clone(),
+        ..StatelessOptions::default()
+    };
+    Ok((runtime, options))
+}
+
 async fn open_session(
     runtime: &Runtime,
     env: &BTreeMap<String, String>,

@@ -21,15 +21,7 @@ pub(crate) async fn stateless_cost(
     env: &BTreeMap<String, String>,
     report: &mut Report,
 ) -> Result<(), Failure> {
-    let stateless =
-        tokio::task::spawn_blocking(|| StatelessRuntime::load(ComponentSource::EmbeddedStateless))
-            .await
-            .map_err(host)?
-            .map_err(host)?;
-    let options = StatelessOptions {
-        env: env.clone(),
-        ..StatelessOptions::default()
-    };
+    let (stateless, options) = load_stateless(env).await?;
     let session = open_session(runtime, env).await?;
     let outcome = async {
         write_bench_file(&session).await?;

@@ -163,15 +163,7 @@ async fn stateless_first_calls(
     env: &BTreeMap<String, String>,
     row: &mut PoolRow,
 ) -> Result<(), Failure> {
-    let runtime =
-        tokio::task::spawn_blocking(|| StatelessRuntime::load(ComponentSource::EmbeddedStateless))
-            .await
-            .map_err(host)?
-            .map_err(host)?;
-    let options = StatelessOptions {
-        env: env.clone(),
-        ..StatelessOptions::default()
-    };
+    let (runtime, options) = load_stateless(env).await?;
     let pool = StatelessPool::start(&runtime, options.clone(), POOL_SIZE).map_err(host)?;
     let command = json!({"command": "true"});
     let (mut fresh, mut pooled, mut warm) = (Vec::new(), Vec::new(), Vec::new());

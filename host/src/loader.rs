@@ -205,7 +205,9 @@ fn build_linker(engine: &Engine) -> wasmtime::Result<Linker<SessionState>> {
             table: &mut state.table,
         },
     )?;
-    crate::outbound::handle::add_to_linker(&mut linker)?;
+    crate::outbound::handle::add_to_linker(&mut linker, |state: &SessionState| {
+        state.hooks.sends()
+    })?;
     linker.allow_shadowing(false);
     Ok(linker)
 }

@@ -128,9 +128,9 @@ pub(crate) const CLOSE_SANDBOX: &str = "e2b-close-sandbox";
 /// On whose behalf a stateless call runs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Caller<'a> {
-    /// The host's caller, in the sandbox its arguments name.
-    Caller,
-    /// The host's caller, whose arguments named no sandbox, in sandbox
+    /// The embedder's call, in the sandbox its arguments name.
+    Embedder,
+    /// The embedder's call, whose arguments named no sandbox, in sandbox
     /// `id` from a [`StatelessPool`](crate::StatelessPool).
     Pooled(&'a str),
     /// The pool itself, making, refreshing or closing a waiting sandbox:
@@ -209,7 +209,7 @@ impl StatelessRuntime {
         tool: &str,
         args: &Value,
     ) -> Result<Value, SessionError> {
-        self.call_as(options, tool, args, Caller::Caller).await
+        self.call_as(options, tool, args, Caller::Embedder).await
     }
 
     /// [`StatelessRuntime::call`] on behalf of `caller`, which decides the

@@ -49,19 +49,7 @@ fn the_official_python_client_over_streamable_http() {
         ],
         &env,
     );
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/mcp_http_client.py");
-    let client = |phase: &str| {
-        let mut client = Command::new(&python);
-        client.args([
-            script,
-            phase,
-            &url,
-            "test-token",
-            &env["E2B_API_URL"],
-            &env["E2B_API_KEY"],
-        ]);
-        run(client, "")
-    };
+    let client = |phase: &str| http_client(&python, phase, &url, &env);
     let sessions = client("sessions");
     // Graceful shutdown: every session ends and its sandbox is killed.
     let _ = Command::new("kill")
@@ -76,6 +64,27 @@ fn the_official_python_client_over_streamable_http() {
     assert_eq!(sessions.status, 0, "{sessions:?}");
     assert!(status.success(), "{status:?}");
     assert_eq!(after.status, 0, "{after:?}");
+}
+
+/// One `phase` of `mcp_http_client.py` (the official Python client)
+/// against the MCP server at `url`, the local server of `env` counting.
+fn http_client(
+    python: &str,
+    phase: &str,
+    url: &str,
+    env: &std::collections::BTreeMap<String, String>,
+) -> crate::binary::Run {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/mcp_http_client.py");
+    let mut client = Command::new(python);
+    client.args([
+        script,
+        phase,
+        url,
+        "test-token",
+        &env["E2B_API_URL"],
+        &env["E2B_API_KEY"],
+    ]);
+    run(client, "")
 }
 
 /// `e2b-tools local serve` on a free port, keeping its state in `state`;
@@ -452,20 +461,7 @@ fn a_stateless_clients_call_takes_a_sandbox_made_ahead_and_sigterm_leaves_none()
     let _local = Stop(local);
     let args = ["--backend", "e2b", "--warm-pool", "1", "mcp", "--http", "0"];
     let (mut server, url) = http_server(&args, &env);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cli/mcp_http_client.py");
-    let client = |phase: &str| {
-        let mut client = Command::new(&python);
-        client.args([
-            script,
-            phase,
-            &url,
-            "test-token",
-            &env["E2B_API_URL"],
-            &env["E2B_API_KEY"],
-        ]);
-        run(client, "")
-    };
-    let pooled = client("stateless-pool");
+    let pooled = http_client(&python, "stateless-pool", &url, &env);
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status();

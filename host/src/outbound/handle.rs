@@ -24,6 +24,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -36,8 +37,6 @@ use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Method, Scheme};
 use wasmtime_wasi_http::p2::types::{HostFutureIncomingResponse, HostOutgoingRequest};
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpView};
 
-use crate::state::SessionState;
-
 /// The interface this replaces the `handle` of, as wasmtime-wasi-http
 /// 48 defines it (a guest's older 0.2 import resolves to it).
 pub(crate) const INTERFACE: &str = "wasi:http/outgoing-handler@0.2.12";
@@ -47,19 +46,22 @@ pub(crate) const INTERFACE: &str = "wasi:http/outgoing-handler@0.2.12";
 /// under a millisecond; the guest's own deadlines are seconds long.
 const INLINE_BUDGET: Duration = Duration::from_millis(20);
 
-/// Defines `handle` in `linker`, over wasmtime-wasi-http's.
-pub(crate) fn add_to_linker(linker: &mut Linker<SessionState>) -> wasmtime::Result<()> {
+/// Defines `handle` in `linker`, over wasmtime-wasi-http's; `sends` finds
+/// where a store's requests are counted.
+pub(crate) fn add_to_linker<T: WasiHttpView + 'static>(
+    linker: &mut Linker<T>,
+    sends: fn(&T) -> Arc<SendCounts>,
+) -> wasmtime::Result<()> {
     linker.instance(INTERFACE)?.func_wrap_async(
         "handle",
-        |mut store,
-         (request, options): (
+        move |mut store,
+              (request, options): (
             Resource<HostOutgoingRequest>,
             Option<Resource<RequestOptions>>,
         )| {
             Box::new(async move {
-                let state = store.data_mut();
-                let stats = state.hooks.sends();
-                let view = state.http();
+                let stats = sends(store.data());
+                let view = store.data_mut().http();
                 let options = match options {
                     Some(options) => view.table.get(&options).ok().cloned(),
                     None => None,
@@ -91,7 +93,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<SessionState>) -> wasmtime::Resu
     )
 }
 
-/// How a client's requests were sent (see [`OutboundClient::stats`](super::OutboundClient::stats)).
+/// How a client's requests were sent, counted by `handle`.
 #[derive(Debug, Default)]
 pub(crate) struct SendCounts {
     inline: AtomicU64,
@@ -118,20 +120,21 @@ pub struct OutboundStats {
     pub in_task: u64,
 }
 
-/// What the session's hooks make of a request.
-type Sent = Pin<
-    Box<
-        dyn Future<
-                Output = Result<
-                    (
-                        http::Response<WasiBody>,
-                        Box<dyn Future<Output = Result<(), Error>> + Send>,
-                    ),
-                    Error,
-                >,
-            > + Send,
-    >,
+/// What a session's hooks make of a request: the answer, and the
+/// connection's own future.
+pub(crate) type SendFuture = Box<
+    dyn Future<
+            Output = Result<
+                (
+                    http::Response<WasiBody>,
+                    Box<dyn Future<Output = Result<(), Error>> + Send>,
+                ),
+                Error,
+            >,
+        > + Send,
 >;
+
+type Sent = Pin<SendFuture>;
 
 /// What a response future of wasmtime-wasi-http holds.
 type Answer = Result<(http::Response<WasiBody>, AbortOnDropJoinHandle<()>), Error>;

@@ -9,6 +9,7 @@
 pub(crate) mod handle;
 
 pub use handle::OutboundStats;
+use handle::SendFuture;
 
 use crate::policy::OutboundPolicy;
 use crate::proxy::{Proxy, ProxyConnector, ProxyFailure, ProxyRules, Route};
@@ -437,18 +438,6 @@ impl OutboundHooks {
         }
     }
 }
-
-type SendFuture = Box<
-    dyn Future<
-            Output = Result<
-                (
-                    http::Response<WasiBody>,
-                    Box<dyn Future<Output = Result<(), Error>> + Send>,
-                ),
-                Error,
-            >,
-        > + Send,
->;
 
 impl WasiHttpHooks for OutboundHooks {
     fn send_request(

@@ -7,7 +7,7 @@
 //! after one more `prepare` that gives its sandbox the configured timeout
 //! and proves it still lives (a dead one is dropped and the next taken).
 
-use super::{Pool, PoolError, PoolStats, Stock, WAITING_TIMEOUT};
+use super::filler::{Pool, PoolError, PoolStats, Stock, WAITING_TIMEOUT};
 use crate::error::SessionError;
 use crate::runtime::Runtime;
 use crate::session::{Session, SessionOptions};

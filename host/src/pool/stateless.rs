@@ -16,7 +16,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Pool, PoolError, PoolStats, Stock, WAITING_TIMEOUT};
+use super::filler::{Pool, PoolError, PoolStats, Stock, WAITING_TIMEOUT};
 use crate::error::SessionError;
 use crate::stateless::{
     export_name, lookup, Caller, StatelessOptions, StatelessRuntime, CLOSE_SANDBOX, SANDBOX_ID,
