@@ -235,11 +235,22 @@ async fn a_stateless_call_naming_no_sandbox_runs_in_one_made_ahead_and_the_pool_
     assert_eq!(pool.stats().made, 3, "refilled");
     // Arguments refused before anything ran: the sandbox stays in the
     // pool, and the answer names none, as without a pool.
+    let before = live_ids(&server).await;
     let refused = pool.call("read_file", &json!({})).await.unwrap();
     assert_eq!(refused["kind"], "invalid-argument", "{refused}");
     assert_eq!(refused["sandbox_id"], "", "{refused}");
     assert_eq!(pool.stats().waiting, 2);
     assert_eq!(pool.stats().handed_out, 1);
+    // As does a call the host refuses (no such tool), and the pool never
+    // holds more than its size although it was refilling meanwhile.
+    assert!(pool.call("no_such_tool", &json!({})).await.is_err());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(pool.stats().waiting, 2, "{:?}", pool.stats());
+    assert_eq!(pool.stats().handed_out, 1);
+    let mut after = live_ids(&server).await;
+    let mut before = before;
+    (before.sort(), after.sort());
+    assert_eq!(before, after, "the same sandboxes wait, none replaced");
     // Other options are not this pool's.
     let mut other = options.clone();
     other.env.insert("E2B_TOOLS_TEMPLATE".into(), "base".into());

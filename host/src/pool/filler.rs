@@ -270,7 +270,20 @@ async fn fill<S: Stock>(shared: Arc<Shared<S>>) {
             match made {
                 Some(item) => {
                     shared.made.fetch_add(1, Ordering::Relaxed);
-                    shared.lock().push_back(item);
+                    // One given back meanwhile may have filled the pool.
+                    let extra = {
+                        let mut waiting = shared.lock();
+                        match waiting.len() < shared.size {
+                            true => {
+                                waiting.push_back(item);
+                                None
+                            }
+                            false => Some(item),
+                        }
+                    };
+                    if let Some(item) = extra {
+                        shared.stock.kill(item).await;
+                    }
                     shared.ready.notify_waiters();
                     backoff = Duration::from_millis(250);
                 }

@@ -155,7 +155,19 @@ impl StatelessPool {
                         answer
                     });
                 }
-                _ => {
+                // Refused by the host (an unknown tool, an argument of the
+                // wrong type) before an instance was made.
+                Err(SessionError::InvalidArguments(_)) => {
+                    self.pool.put_back(id).await;
+                    return result;
+                }
+                // The instance failed (a trap): its answer, and with it
+                // the sandbox's id, never reaches the caller.
+                Err(_) => {
+                    stock.kill(id).await;
+                    return result;
+                }
+                Ok(_) => {
                     self.pool.handed_out();
                     return result;
                 }
