@@ -249,7 +249,8 @@ async fn a_stateless_call_naming_no_sandbox_runs_in_one_made_ahead_and_the_pool_
     assert_eq!(pool.stats().handed_out, 1);
     let mut after = live_ids(&server).await;
     let mut before = before;
-    (before.sort(), after.sort());
+    before.sort();
+    after.sort();
     assert_eq!(before, after, "the same sandboxes wait, none replaced");
     // Other options are not this pool's.
     let mut other = options.clone();
