@@ -164,14 +164,14 @@ impl StatelessTools {
     /// Calls `tool` in a fresh instance: in the sandbox `args` name, else
     /// in one from the pool, else in a new one.
     pub(super) async fn call(&self, tool: &str, args: &Value) -> Result<Value, SessionError> {
-        match self.pool() {
+        match self.started_pool() {
             Some(pool) => pool.call(tool, args).await,
             None => self.runtime.call(&self.options, tool, args).await,
         }
     }
 
-    /// The warm pool, started now if it is the first call.
-    pub fn pool(&self) -> Option<&StatelessPool> {
+    /// The warm pool, started now if this is the first call.
+    fn started_pool(&self) -> Option<&StatelessPool> {
         if self.pool_size == 0 {
             return None;
         }

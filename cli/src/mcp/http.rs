@@ -254,12 +254,6 @@ impl McpHttpServer {
         self.pool.as_ref()
     }
 
-    /// The tools served to clients of the stateless revision, and their
-    /// warm pool.
-    pub fn stateless(&self) -> &StatelessTools {
-        &self.stateless
-    }
-
     /// The endpoint's URL.
     pub fn url(&self) -> &str {
         &self.url

@@ -28,9 +28,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http_body::{Body as _, Frame};
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::{BodyExt, Empty};
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::runtime::{spawn, AbortOnDropJoinHandle};
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Method, Scheme};
@@ -227,27 +227,22 @@ fn build(request: HostOutgoingRequest) -> Result<http::Request<WasiBody>, ErrorC
         .map_err(|err| ErrorCode::InternalError(Some(err.to_string())))
 }
 
-/// `request` with its body read if the guest has written all of it
-/// (`true`); else with what it has written so far kept in front of the
-/// rest.
+/// `request` with what the guest has written of its body read ahead and
+/// kept in front of the rest, and whether that was all of it.
 fn written_body(request: http::Request<WasiBody>) -> (http::Request<WasiBody>, bool) {
     let (parts, mut body) = request.into_parts();
     let mut context = Context::from_waker(std::task::Waker::noop());
     let mut frames = VecDeque::new();
-    let mut data = BytesMut::new();
     let written = loop {
         match Pin::new(&mut body).poll_frame(&mut context) {
-            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                Ok(bytes) => {
-                    data.extend_from_slice(&bytes);
-                    frames.push_back(Frame::data(bytes));
-                }
-                // Trailers: none of ours; sent as they came.
-                Err(frame) => {
-                    frames.push_back(frame);
+            Poll::Ready(Some(Ok(frame))) => {
+                // Trailers end what can be read ahead (none of ours).
+                let trailers = frame.is_trailers();
+                frames.push_back(frame);
+                if trailers {
                     break false;
                 }
-            },
+            }
             Poll::Ready(None) => break true,
             Poll::Ready(Some(Err(err))) => {
                 return (
@@ -258,12 +253,12 @@ fn written_body(request: http::Request<WasiBody>) -> (http::Request<WasiBody>, b
             Poll::Pending => break false,
         }
     };
-    let body = match written {
-        true => Full::new(data.freeze())
-            .map_err(|never| match never {})
-            .boxed_unsync(),
-        false => Prefixed { frames, rest: body }.boxed_unsync(),
+    let rest = match written {
+        // Ended: not polled again.
+        true => Empty::new().map_err(|never| match never {}).boxed_unsync(),
+        false => body,
     };
+    let body = Prefixed { frames, rest }.boxed_unsync();
     (http::Request::from_parts(parts, body), written)
 }
 
