@@ -158,7 +158,7 @@ impl Envd {
             .env("LOGNAME", who.name())
             .envs(envs)
             .kill_on_drop(true);
-        crate::process::default_signals(&mut cmd);
+        crate::process::start_clean(&mut cmd);
         Ok(cmd)
     }
 

@@ -19,6 +19,7 @@ mod api;
 mod connect_rpc;
 mod context;
 mod control;
+mod descriptors;
 mod filesystem;
 mod http_errors;
 mod interpreter;
@@ -60,6 +61,12 @@ fn main() -> ExitCode {
     // owns it.
     #[allow(unsafe_code)]
     let control = unsafe { OwnedFd::from_raw_fd(fd) };
+    // Nothing bubblewrap was handed may reach a command, nor the control
+    // socket: a command holding it could take connections meant for envd.
+    if let Err(e) = descriptors::keep_only(&control) {
+        control::say(&format!("cannot close what it inherited: {e}"));
+        return ExitCode::FAILURE;
+    }
     let config = match control::read_config(&control) {
         Ok(config) => config,
         Err(e) => {

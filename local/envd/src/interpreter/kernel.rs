@@ -66,7 +66,7 @@ impl KernelProcess {
             // kernel's children too (where the sandbox keeps the group).
             .process_group(0);
         // An interrupt is SIGINT for the kernel's group: never inherited ignored.
-        crate::process::default_signals(&mut command);
+        crate::process::start_clean(&mut command);
         let mut child = command.spawn().map_err(|e| {
             format!(
                 "Failed to start the {} kernel ({program}): {e}",
