@@ -261,7 +261,11 @@ impl Sandbox {
             },
             alias: Some(self.request.template_id.clone()),
             envd_access_token: with_token.then(|| self.access_token.clone()),
-            allow_internet_access: self.request.allow_internet_access,
+            // What it has, not only what it asked for.
+            allow_internet_access: match self.runner.no_internet() {
+                Some(_) => Some(false),
+                None => self.request.allow_internet_access,
+            },
             domain: None,
             metadata: Some(self.request.metadata.clone()),
             network: self.request.network.clone(),

@@ -6,10 +6,11 @@
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Mutex;
 
-use super::spawn::{self, pass_fd};
+use super::network::Slirp;
+use super::spawn::HostCommand;
 use e2b_wire::envd_setup::{self, EnvdConfig, ENVD_PATH, SUDO_PATH, TOOLS_DIR};
 use rustix::net::{
     AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
@@ -23,7 +24,7 @@ pub(super) struct Anchor {
     pub init: u32,
     control: Mutex<OwnedFd>,
     /// The user-mode network stack, when the sandbox has internet.
-    pub slirp: Option<Child>,
+    pub slirp: Option<Slirp>,
     /// Without isolation envd is the child: it ends its processes when
     /// its control socket closes, given a moment.
     direct: bool,
@@ -37,7 +38,7 @@ impl Anchor {
     /// sends it `config`; `on_spawn` runs while bubblewrap waits for its
     /// user namespace (the maps, the cgroup), given bwrap's init pid.
     pub fn start(
-        mut cmd: Command,
+        mut cmd: HostCommand,
         config: &EnvdConfig,
         bwrap: bool,
         on_spawn: impl FnOnce(u32) -> Result<(), String>,
@@ -49,7 +50,7 @@ impl Anchor {
             None,
         )
         .map_err(|e| format!("cannot make envd's control socket: {e}"))?;
-        let control_fd = pass_fd(&mut cmd, theirs);
+        let control_fd = cmd.pass_fd(theirs);
         cmd.arg(control_fd.to_string());
         let message = serde_json::to_vec(config).map_err(|e| e.to_string())?;
         if message.len() > envd_setup::MAX_CONFIG_BYTES {
@@ -65,7 +66,7 @@ impl Anchor {
             cmd.stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
-            let child = spawn::from_anchor_thread(cmd).map_err(|e| e.to_string())?;
+            let child = cmd.spawn().map_err(|e| e.to_string())?;
             let init = child.id();
             return Ok(Anchor {
                 child,
@@ -79,7 +80,7 @@ impl Anchor {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let child = spawn::from_anchor_thread(cmd).map_err(|e| e.to_string())?;
+        let child = cmd.spawn().map_err(|e| e.to_string())?;
         let mut anchor = Anchor {
             child,
             init: 0,
@@ -163,49 +164,79 @@ impl Drop for Anchor {
         // everything else in the sandbox's pid namespace.
         let _ = self.child.kill();
         let _ = self.child.wait();
-        if let Some(slirp) = self.slirp.as_mut() {
-            let _ = slirp.kill();
-            let _ = slirp.wait();
-        }
+        drop(self.slirp.take());
     }
 }
 
-/// What the sandbox's root may do: Docker's default capability set. Not
-/// `CAP_SYS_ADMIN`: bubblewrap's read-only binds of host directories are
-/// made inside the sandbox's own user namespace, so their flags are not
-/// locked, and with it root could remount them writable (and write a host
-/// file that others may write), mount, or make namespaces. Nor
-/// `CAP_NET_ADMIN`, `CAP_SYS_PTRACE` (its own processes it may trace
-/// anyway), `CAP_SYS_MODULE` and the like. These bound every process of
-/// the sandbox.
-const ROOT_CAPABILITIES: [&str; 14] = [
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_FSETID",
-    "CAP_FOWNER",
-    "CAP_MKNOD",
-    "CAP_NET_RAW",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETFCAP",
-    "CAP_SETPCAP",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_SYS_CHROOT",
-    "CAP_KILL",
-    "CAP_AUDIT_WRITE",
+/// What the sandbox's root may do, each with why it is there: Podman's
+/// default set (Docker's less `NET_RAW`, `MKNOD`, `SYS_CHROOT` and
+/// `AUDIT_WRITE`). Every one acts only inside the sandbox's own user
+/// namespace: over files whose owners it maps (the host's files belong
+/// to ids it does not), over its own processes, in its own network
+/// namespace. These bound every process of the sandbox.
+///
+/// Left out, and why: `NET_RAW`, raw and packet sockets, with which a
+/// forged packet addressed to `127.0.0.1` or `::1` went out through
+/// slirp4netns to the host's loopback (CRI-O dropped it after
+/// CVE-2020-14386 too; `ping` needs it or an ICMP socket range, and a
+/// sandbox has neither); `MKNOD` (device nodes; a user namespace may not
+/// make them anyway); `SYS_CHROOT` (no tool a sandbox runs needs it, and
+/// it is a step in escapes that confuse a privileged helper); `AUDIT_WRITE`
+/// (the host's audit log, not namespaced). Never `SYS_ADMIN`: bubblewrap's
+/// read-only binds of host directories are made inside the sandbox's own
+/// user namespace, so their flags are not locked, and with it root could
+/// remount them writable, mount, or make namespaces. Nor `NET_ADMIN`,
+/// `SYS_PTRACE` (its own processes it may trace anyway), `SYS_MODULE` and
+/// the like.
+pub(super) const ROOT_CAPABILITIES: [(&str, &str); 10] = [
+    (
+        "CAP_CHOWN",
+        "chown of its files (package managers, `chown user`)",
+    ),
+    (
+        "CAP_DAC_OVERRIDE",
+        "root reads and writes its files whatever their modes",
+    ),
+    (
+        "CAP_FOWNER",
+        "chmod, utimes and the like on files it does not own",
+    ),
+    ("CAP_FSETID", "set-id bits kept when it writes a file"),
+    ("CAP_KILL", "signals for any process of its own"),
+    (
+        "CAP_SETGID",
+        "becoming another group (`sudo -u`, envd's users)",
+    ),
+    (
+        "CAP_SETUID",
+        "becoming another user (`sudo -u`, envd's users)",
+    ),
+    (
+        "CAP_SETPCAP",
+        "dropping capabilities for what it starts (capsh, services)",
+    ),
+    (
+        "CAP_SETFCAP",
+        "file capabilities on its files (packages set them; under \
+         no_new_privs exec grants none)",
+    ),
+    (
+        "CAP_NET_BIND_SERVICE",
+        "ports below 1024 on its own network namespace",
+    ),
 ];
 
 /// bubblewrap's arguments for a sandbox running envd from `envd` (a host
 /// file bound read-only at [`ENVD_PATH`]); the root filesystem's come
 /// after these.
-pub(super) fn bwrap_prefix(cmd: &mut Command, envd: &Path, privileged: bool) {
+pub(super) fn bwrap_prefix(cmd: &mut HostCommand, envd: &Path, privileged: bool) {
     // bwrap tells the pid of the sandbox's init on stdout, then waits on
     // stdin until the server has written the user namespace's maps.
     cmd.args(["--unshare-user", "--info-fd", "1", "--userns-block-fd", "0"]);
     if privileged {
         // envd is the sandbox's root, with root's capabilities in its own
         // user namespace only (over nothing the namespace does not map).
-        for cap in ROOT_CAPABILITIES {
+        for (cap, _why) in ROOT_CAPABILITIES {
             cmd.args(["--cap-add", cap]);
         }
     }

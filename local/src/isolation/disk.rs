@@ -8,13 +8,13 @@
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use rustix::fs::SeekFrom;
 use rustix::mount::UnmountFlags;
 
 use super::idmap;
 use super::limits::find;
+use super::spawn::HostCommand;
 
 /// A sandbox's disk: its image and where it is mounted.
 #[derive(Debug)]
@@ -53,10 +53,18 @@ impl Disk {
         file.set_len(u64::from(size_mb) << 20)?;
         drop(file);
         let made = run(
-            Command::new(find("mkfs.ext4").unwrap_or_else(|| "mkfs.ext4".into()))
-                .args(["-q", "-F", "-m", "0", "-O", "^has_journal"])
-                .args(["-E", "lazy_itable_init=1,nodiscard"])
-                .arg(image),
+            "mkfs.ext4",
+            [
+                "-q".as_ref(),
+                "-F".as_ref(),
+                "-m".as_ref(),
+                "0".as_ref(),
+                "-O".as_ref(),
+                "^has_journal".as_ref(),
+                "-E".as_ref(),
+                "lazy_itable_init=1,nodiscard".as_ref(),
+                image.as_os_str(),
+            ],
         );
         if let Err(e) = made {
             let _ = std::fs::remove_file(image);
@@ -91,10 +99,13 @@ impl Disk {
     fn mount(image: &Path, mount_point: &Path) -> std::io::Result<Disk> {
         std::fs::create_dir_all(mount_point)?;
         let mounted = run(
-            Command::new(find("mount").unwrap_or_else(|| "mount".into()))
-                .args(["-o", "loop,nosuid,nodev,noatime"])
-                .arg(image)
-                .arg(mount_point),
+            "mount",
+            [
+                "-o".as_ref(),
+                "loop,nosuid,nodev,noatime".as_ref(),
+                image.as_os_str(),
+                mount_point.as_os_str(),
+            ],
         );
         mounted?;
         Ok(Disk {
@@ -114,10 +125,7 @@ impl Disk {
         if let Err(e) = self.sync() {
             tracing::debug!("syncfs before a copy: {e}");
         }
-        let _ = Command::new(find("fstrim").unwrap_or_else(|| "fstrim".into()))
-            .arg(&self.mount_point)
-            .env_clear()
-            .output();
+        let _ = run("fstrim", [self.mount_point.as_os_str()]);
     }
 
     /// Copies the image to `dest` (a new file) consistently: the
@@ -126,13 +134,12 @@ impl Disk {
     /// The sandbox's processes should be frozen meanwhile: a write of
     /// theirs would wait for the thaw.
     pub fn copy_to(&self, dest: &Path) -> std::io::Result<()> {
-        let fsfreeze = find("fsfreeze").unwrap_or_else(|| "fsfreeze".into());
-        run(Command::new(&fsfreeze).arg("-f").arg(&self.mount_point))?;
+        let freeze = |how: &str| run("fsfreeze", [how.as_ref(), self.mount_point.as_os_str()]);
+        freeze("-f")?;
         let copied = copy_sparse(&self.image, dest, false);
         // A thaw that fails would leave the sandbox's writes hanging: try
         // again before giving up.
-        let thawed = run(Command::new(&fsfreeze).arg("-u").arg(&self.mount_point))
-            .or_else(|_| run(Command::new(&fsfreeze).arg("-u").arg(&self.mount_point)));
+        let thawed = freeze("-u").or_else(|_| freeze("-u"));
         if let Err(e) = thawed {
             tracing::error!("cannot thaw a sandbox's filesystem: {e}");
         }
@@ -191,11 +198,7 @@ pub fn unmount(mount_point: &Path) -> bool {
 /// server killed during a snapshot): its sandbox's processes could not
 /// die, nor its disk be let go, until it thaws.
 pub fn thaw_stale(mount_point: &Path) {
-    let _ = Command::new(find("fsfreeze").unwrap_or_else(|| "fsfreeze".into()))
-        .arg("-u")
-        .arg(mount_point)
-        .env_clear()
-        .output();
+    let _ = run("fsfreeze", ["-u".as_ref(), mount_point.as_os_str()]);
 }
 
 /// Whether a loop device still reads `image`: a filesystem on it is still
@@ -297,14 +300,17 @@ fn copy_by_hand(from: &File, to: &File, start: u64, end: u64) -> std::io::Result
     Ok(())
 }
 
-fn run(cmd: &mut Command) -> std::io::Result<()> {
-    let out = cmd.env_clear().output()?;
+/// Runs the host tool `name` (found in the system directories) with
+/// `args`, an empty environment and no descriptor of the server's.
+fn run<'a>(name: &str, args: impl IntoIterator<Item = &'a std::ffi::OsStr>) -> std::io::Result<()> {
+    let mut cmd = HostCommand::new(find(name).unwrap_or_else(|| name.into()));
+    cmd.args(args);
+    let out = cmd.output()?;
     if out.status.success() {
         Ok(())
     } else {
         Err(std::io::Error::other(format!(
-            "{:?} failed ({}): {}",
-            cmd.get_program(),
+            "{name} failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         )))

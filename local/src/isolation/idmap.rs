@@ -11,13 +11,14 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rustix::mount::{MoveMountFlags, OpenTreeFlags, UnmountFlags};
 
 use super::ids::SUBID_COUNT;
 use super::limits::find;
+use super::spawn::HostCommand;
 
 /// Whether the kernel has `mount_setattr` (the ID-mapped mounts' call,
 /// with ext4's support in the same release) and the helpers are here.
@@ -67,17 +68,17 @@ fn with_context(call: &str, path: &Path, e: std::io::Error) -> std::io::Error {
 fn user_namespace(base: u32) -> std::io::Result<OwnedFd> {
     let unshare = find("unshare").ok_or_else(|| std::io::Error::other("unshare not found"))?;
     let sleep = find("sleep").ok_or_else(|| std::io::Error::other("sleep not found"))?;
-    let mut helper = Command::new(unshare)
+    let mut helper = HostCommand::new(unshare);
+    helper
         .arg("--user")
         .arg("--")
         .arg(sleep)
         .arg("30")
-        .env_clear()
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()?;
+        .stderr(Stdio::null());
+    let mut helper = helper.spawn()?;
     let made = (|| {
         let own = std::fs::read_link("/proc/self/ns/user")?;
         let proc = Path::new("/proc").join(helper.id().to_string());

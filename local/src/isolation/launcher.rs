@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::envd;
 use super::limits::{Enforcement, Limits};
 use super::network::Internet;
-use super::rootfs::{self, RootFs};
+use super::rootfs::RootFs;
 use super::seccomp;
 use crate::paths::SandboxPaths;
 
@@ -89,9 +89,9 @@ impl Launcher {
     /// stay when `keep_disks` (a persistent server's paused sandboxes').
     pub fn clean_up(data_dir: &Path, keep_disks: bool) {
         let dirs: &[&str] = if keep_disks {
-            &[rootfs::ROOTFS_DIR, envd::ENVD_DIR]
+            &[envd::ENVD_DIR]
         } else {
-            &[DISKS_DIR, rootfs::ROOTFS_DIR, envd::ENVD_DIR]
+            &[DISKS_DIR, envd::ENVD_DIR]
         };
         for dir in dirs {
             let _ = std::fs::remove_dir_all(data_dir.join(dir));

@@ -409,14 +409,6 @@ impl Cgroup {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }
-
-    /// Moves `pid` into the group.
-    pub fn add(&self, pid: u32) -> std::io::Result<()> {
-        for procs in self.procs_files() {
-            std::fs::write(procs, pid.to_string())?;
-        }
-        Ok(())
-    }
 }
 
 impl Drop for Cgroup {

@@ -75,8 +75,7 @@ impl Launcher {
                     .into(),
             )
         })?;
-        let rootfs = RootFs::create(data_dir, TemplateEnvs::detect(privileged))
-            .map_err(|e| IsolationUnavailable(format!("cannot write the sandbox /etc: {e}")))?;
+        let rootfs = RootFs::new(TemplateEnvs::detect(privileged));
         let isolated = Isolated {
             bwrap,
             envd,

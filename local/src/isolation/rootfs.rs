@@ -5,20 +5,25 @@
 //! directories) read-only, a curated `/etc` (the host files in
 //! [`HOST_ETC`] read-only, plus `passwd`, `group`, `hosts`, `hostname`,
 //! `resolv.conf` and `nsswitch.conf` written by the server), the sandbox's
-//! own writable `/home/user`, `/root`, `/tmp` and `/var/tmp`, its own `/proc` and a
-//! minimal `/dev`. Nothing else of the host is there: not the host's `/root`, other
+//! own writable `/home/user`, `/root`, `/tmp` and `/var/tmp`, its own `/proc`
+//! (its `partitions` emptied: the host's block devices are not its
+//! business) and a minimal `/dev`. The server's files are copied into the
+//! root (`--file`), not bound, so no mount names a host path of the
+//! server's. Nothing else of the host is there: not the host's `/root`, other
 //! homes, `/opt`, `/srv`, `/mnt`, `/run`, project directories, sockets or
 //! `/etc/shadow`. These two lists are the whole of the host a sandbox can
 //! read; change them here and nowhere else. The one addition is a
 //! template's environment ([`TemplateEnvs`]): `code-interpreter-v1`
 //! sandboxes get its venv, read-only, at the same path as on the host.
 
+use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use e2b_wire::envd_setup::TOOLS_DIR;
 use e2b_wire::HOME_DIR;
 
+use super::spawn::HostCommand;
 use crate::paths::SandboxPaths;
 
 /// Directories of the root that hold mount points and that every user of
@@ -67,8 +72,8 @@ pub const HOST_ETC: &[&str] = &[
 /// Bound script by script, with the server's own beside the host's.
 const PROFILE_D: &str = "/etc/profile.d";
 
-/// Under the data directory: the server-written part of every root.
-pub const ROOTFS_DIR: &str = ".rootfs";
+/// What the sandbox's `/proc/partitions` says: no block device.
+const PARTITIONS: &str = "major minor  #blocks  name\n\n";
 
 /// The sandbox's host name, as in its `/etc/hostname`.
 pub const HOSTNAME: &str = "e2b";
@@ -223,30 +228,19 @@ fn path_script(what: &str, dir: &Path) -> String {
     )
 }
 
-/// The server-written part of the root, shared by every sandbox.
+/// The server-written part of the root, the same for every sandbox.
 #[derive(Debug, Clone)]
 pub struct RootFs {
-    /// Holds the synthesized `/etc` files.
-    etc: PathBuf,
+    /// `/etc/profile.d` scripts by name: envd's tools first on `PATH`,
+    /// and the template environment's.
+    scripts: Vec<(&'static str, String)>,
     /// Template environments.
     templates: TemplateEnvs,
 }
 
 impl RootFs {
-    /// Writes the synthesized `/etc` under `data_dir` (readable by the
-    /// sandboxes' unprivileged host uids).
-    pub fn create(data_dir: &Path, templates: TemplateEnvs) -> std::io::Result<Self> {
-        use std::os::unix::fs::PermissionsExt;
-        let etc = data_dir.join(ROOTFS_DIR).join("etc");
-        std::fs::create_dir_all(&etc)?;
-        for dir in [data_dir.join(ROOTFS_DIR), etc.clone()] {
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
-        }
-        for (name, content) in synthesized_etc() {
-            let path = etc.join(name);
-            std::fs::write(&path, content)?;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
-        }
+    /// The server's part of every root, with `templates`.
+    pub fn new(templates: TemplateEnvs) -> Self {
         let mut scripts = vec![(
             TOOLS_SCRIPT,
             path_script("envd's tools (sudo)", Path::new(TOOLS_DIR)),
@@ -255,12 +249,7 @@ impl RootFs {
             let script = path_script("The sandbox template's environment", &venv.join("bin"));
             scripts.push((PROFILE_SCRIPT, script));
         }
-        for (name, content) in scripts {
-            let path = etc.join(name);
-            std::fs::write(&path, content)?;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))?;
-        }
-        Ok(Self { etc, templates })
+        Self { scripts, templates }
     }
 
     /// The template environments.
@@ -271,7 +260,12 @@ impl RootFs {
     /// Adds bubblewrap's arguments that build the root of the sandbox at
     /// `paths`, with `env` (a directory from [`TemplateEnvs::get`]) bound
     /// read-only at its own path and first on a login shell's `PATH`.
-    pub fn add_bwrap_args(&self, cmd: &mut Command, paths: &SandboxPaths, env: Option<&Path>) {
+    pub(super) fn add_bwrap_args(
+        &self,
+        cmd: &mut HostCommand,
+        paths: &SandboxPaths,
+        env: Option<&Path>,
+    ) -> std::io::Result<()> {
         // bubblewrap makes a mount point's missing parents for its own
         // user only (0700), and it runs as the sandbox's root.
         for dir in SHARED_PARENTS {
@@ -308,11 +302,11 @@ impl RootFs {
                 }
             }
         }
-        let scripts = if env.is_some() { &ours[..] } else { &ours[..1] };
-        for name in scripts {
-            cmd.arg("--ro-bind")
-                .arg(self.etc.join(name))
-                .arg(Path::new(PROFILE_D).join(name));
+        for (name, content) in &self.scripts {
+            if *name == PROFILE_SCRIPT && env.is_none() {
+                continue;
+            }
+            add_file(cmd, content, &Path::new(PROFILE_D).join(name))?;
         }
         if let Some(env) = env {
             let mut parents: Vec<&Path> = env.ancestors().skip(1).collect();
@@ -322,19 +316,42 @@ impl RootFs {
             }
             cmd.arg("--ro-bind").arg(env).arg(env);
         }
-        for (name, _) in synthesized_etc() {
-            cmd.arg("--ro-bind")
-                .arg(self.etc.join(name))
-                .arg(format!("/etc/{name}"));
+        for (name, content) in synthesized_etc() {
+            add_file(cmd, content, &Path::new("/etc").join(name))?;
         }
         cmd.arg("--bind").arg(paths.home()).arg(HOME_DIR);
         cmd.arg("--bind").arg(paths.root_home()).arg("/root");
         cmd.arg("--bind").arg(paths.tmp()).arg("/tmp");
         cmd.arg("--bind").arg(paths.var_tmp()).arg("/var/tmp");
         cmd.args(["--dev", "/dev", "--proc", "/proc"]);
+        let partitions = cmd.pass_fd(memfd("partitions", PARTITIONS)?);
+        cmd.arg("--ro-bind-data")
+            .arg(partitions.to_string())
+            .arg("/proc/partitions");
         // Nothing may be written outside the sandbox's own directories.
         cmd.args(["--remount-ro", "/"]);
+        Ok(())
     }
+}
+
+/// A file of the root, `content` copied into it (`--file`), `0644`.
+fn add_file(cmd: &mut HostCommand, content: &str, dest: &Path) -> std::io::Result<()> {
+    let name = dest.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let fd = cmd.pass_fd(memfd(name, content)?);
+    cmd.args(["--perms", "0644", "--file"])
+        .arg(fd.to_string())
+        .arg(dest);
+    Ok(())
+}
+
+/// An anonymous file holding `content`, read from its start (bubblewrap
+/// reads it once).
+fn memfd(name: &str, content: &str) -> std::io::Result<OwnedFd> {
+    let fd = rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::CLOEXEC)?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(content.as_bytes())?;
+    std::io::Seek::rewind(&mut file)?;
+    Ok(file.into())
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! server hands it.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -17,6 +16,7 @@ use super::ids::{HostIds, IdBlocks};
 use super::launcher::{Launcher, Provision, SANDBOX_PATH};
 use super::limits::{Cgroup, Limits, Usage};
 use super::network::Internet;
+use super::spawn::HostCommand;
 use super::{rootfs, seccomp};
 use crate::paths::SandboxPaths;
 
@@ -80,6 +80,8 @@ pub struct SandboxRunner {
     /// The host ids of its users (`None` without isolation).
     ids: Option<HostIds>,
     internet: bool,
+    /// Why it has no internet though it asked for it.
+    no_internet: Option<String>,
     template_env: Option<PathBuf>,
     config: EnvdConfig,
     /// The template it runs on.
@@ -98,6 +100,7 @@ impl SandboxRunner {
         mut held: Held,
         ids: Option<HostIds>,
     ) -> Self {
+        let wanted = p.internet;
         let (template_env, internet, config) = match &launcher {
             Launcher::Bwrap(iso) => {
                 let env = iso.rootfs.templates().get(&p.template).map(PathBuf::from);
@@ -137,11 +140,18 @@ impl SandboxRunner {
                 (None, true, config)
             }
         };
+        let no_internet = match &launcher {
+            Launcher::Bwrap(iso) if wanted && !internet => {
+                iso.internet.missing().map(str::to_string)
+            }
+            _ => None,
+        };
         Self {
             launcher,
             paths: p.paths,
             ids,
             internet,
+            no_internet,
             template_env,
             config,
             template: p.template,
@@ -149,6 +159,12 @@ impl SandboxRunner {
             held: Mutex::new(Some(held)),
             anchor: Mutex::new(None),
         }
+    }
+
+    /// Why the sandbox has no internet though it asked for it (this
+    /// machine or server gives none).
+    pub fn no_internet(&self) -> Option<&str> {
+        self.no_internet.as_deref()
     }
 
     /// The template it runs on (`base`, `code-interpreter-v1`).
@@ -307,38 +323,43 @@ impl SandboxRunner {
         let iso = match &self.launcher {
             Launcher::Bwrap(iso) => iso,
             Launcher::None { envd } => {
-                let mut cmd = Command::new(envd);
-                cmd.env_clear()
-                    .env("PATH", SANDBOX_PATH)
-                    .current_dir(self.paths.root());
-                std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+                let mut cmd = HostCommand::new(envd);
+                cmd.env("PATH", SANDBOX_PATH).current_dir(self.paths.root());
+                std::os::unix::process::CommandExt::process_group(&mut *cmd, 0);
                 return Anchor::start(cmd, &self.config, false, |_| Ok(()));
             }
         };
-        let mut cmd = Command::new(&iso.bwrap);
+        let mut cmd = HostCommand::new(&iso.bwrap);
         anchor::bwrap_prefix(&mut cmd, &iso.envd, iso.privileged);
         seccomp::add_to_bwrap(&mut cmd)
             .map_err(|e| format!("cannot set up the seccomp filter: {e}"))?;
         iso.rootfs
-            .add_bwrap_args(&mut cmd, &self.paths, self.template_env.as_deref());
+            .add_bwrap_args(&mut cmd, &self.paths, self.template_env.as_deref())
+            .map_err(|e| format!("cannot write the sandbox's root: {e}"))?;
         cmd.args([
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-net",
+            // Its cgroup is its root: /proc/self/cgroup names no host path.
+            "--unshare-cgroup",
         ]);
         cmd.args(["--hostname", rootfs::HOSTNAME]);
         cmd.args(["--die-with-parent", "--new-session", "--chdir", "/"]);
         cmd.args(["--", ENVD_PATH]);
-        cmd.env_clear().env("PATH", SANDBOX_PATH);
-        cmd.current_dir("/");
+        cmd.env("PATH", SANDBOX_PATH).current_dir("/");
         let ids = self.ids.ok_or("a sandbox without ids")?;
+        // bubblewrap starts in the sandbox's cgroup, so every process of
+        // the sandbox is in it from its first instant and the cgroup
+        // namespace bubblewrap makes has it as its root.
+        let procs = self.with_cgroup(Cgroup::procs_files).unwrap_or_default();
         if iso.privileged {
+            cmd.join_cgroup(procs.clone())
+                .map_err(|e| format!("joining the sandbox's cgroup: {e}"))?;
             // bubblewrap, and so envd, runs as the block's first id: the
             // sandbox's root, never a host id with any privilege.
             let (uid, gid) = ids.host(SandboxUser::Root).unwrap_or(ids.anchor());
-            std::os::unix::process::CommandExt::uid(&mut cmd, uid);
-            std::os::unix::process::CommandExt::gid(&mut cmd, gid);
+            cmd.run_as(uid, gid);
         }
         let mut anchor = Anchor::start(cmd, &self.config, true, |init| {
             let maps = ids.maps();
@@ -350,23 +371,16 @@ impl SandboxRunner {
             if maps.deny_setgroups {
                 write("setgroups", "deny\n")?;
             }
-            write("gid_map", &maps.gid_map)?;
-            // Before anything runs inside: every process of the sandbox is
-            // envd's descendant and inherits the group.
-            if let Some(Err(e)) = self.with_cgroup(|cgroup| cgroup.add(init)) {
-                return Err(format!("joining the sandbox's cgroup: {e}"));
-            }
-            Ok(())
+            write("gid_map", &maps.gid_map)
         })?;
         if self.internet {
             // slirp4netns runs as the namespace's owner, the sandbox's root
             // (never host root), to configure the sandbox's network.
-            let owner = iso
-                .privileged
-                .then(|| ids.host(SandboxUser::Root))
-                .flatten();
-            match iso.internet.attach(anchor.init, owner) {
-                Ok(child) => anchor.slirp = Some(child),
+            let owner = ids
+                .host(SandboxUser::Root)
+                .ok_or("internet for a sandbox without root")?;
+            match iso.internet.attach(anchor.init, owner, procs) {
+                Ok(slirp) => anchor.slirp = Some(slirp),
                 Err(e) => tracing::warn!("sandbox without internet: {e}"),
             }
         }

@@ -6,7 +6,8 @@
 //! `CLONE_NEWUSER`), so `user` never gets the full capabilities a new one
 //! gives; the kernel's riskiest interfaces (eBPF, perf events,
 //! userfaultfd, io_uring, the key rings, `AF_ALG` and `AF_VSOCK` sockets,
-//! file handles, the new mount API); and what acts on the host as a whole
+//! file handles, the new mount API); raw IP and packet sockets, whose
+//! forged packets slirp4netns would carry to the host's loopback; and what acts on the host as a whole
 //! (modules, kexec, reboot, swap, accounting, the clock, the kernel log,
 //! quotas, I/O ports, odd personalities). A denied call fails with `EPERM`,
 //! as under Docker, except where the kernel has an older call that this
@@ -15,7 +16,7 @@
 //! `clone` and libmount to `mount(2)`. Docker does the same for `clone3`.
 //!
 //! **What it does not block**: what the kernel already confines to the
-//! sandbox's own namespaces, and what the capability set (Docker's
+//! sandbox's own namespaces, and what the capability set (Podman's
 //! default, without `CAP_SYS_ADMIN`: see `anchor.rs`) already withholds.
 //! `mount`, `umount2`, `pivot_root`, `setns` and making other namespaces
 //! stay allowed here, so a sandbox given those capabilities would keep
@@ -44,7 +45,6 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Seek, Write};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use seccompiler::{
@@ -80,13 +80,6 @@ pub enum When {
         /// The bits.
         flags: u32,
     },
-    /// Calls whose argument `arg` is one of `values`.
-    ArgIs {
-        /// The argument's index.
-        arg: u8,
-        /// The values.
-        values: &'static [u32],
-    },
     /// Calls whose argument `arg` is none of `values`.
     ArgNotIn {
         /// The argument's index.
@@ -94,6 +87,41 @@ pub enum When {
         /// The values let through.
         values: &'static [u32],
     },
+    /// Calls that pass every test of one of these lists.
+    AnyOf(&'static [&'static [ArgTest]]),
+}
+
+/// A test of one argument.
+#[derive(Debug, Clone, Copy)]
+pub struct ArgTest {
+    /// The argument's index.
+    pub arg: u8,
+    /// The bits compared.
+    pub mask: u32,
+    /// What they must be.
+    pub value: u32,
+}
+
+/// Argument `arg` is `value`.
+const fn arg_is(arg: u8, value: u32) -> ArgTest {
+    ArgTest {
+        arg,
+        mask: u32::MAX,
+        value,
+    }
+}
+
+/// `SOCK_PACKET`: Linux 2.0's packet socket type (libc deprecates the
+/// name; the kernel still takes it, with `CAP_NET_RAW`).
+pub const SOCK_PACKET: i32 = 10;
+
+/// `socket`'s type, without `SOCK_NONBLOCK` and `SOCK_CLOEXEC`, is `ty`.
+const fn socket_type_is(ty: i32) -> ArgTest {
+    ArgTest {
+        arg: 1,
+        mask: 0xf,
+        value: ty as u32,
+    }
 }
 
 // personality(2) values Docker lets through (linux/personality.h).
@@ -182,14 +210,27 @@ pub const DENIED: &[Denied] = &[
     eperm("request_key", "see keyctl"),
     Denied {
         syscall: "socket",
-        when: When::ArgIs {
-            arg: 0,
-            values: &[libc::AF_ALG as u32, libc::AF_VSOCK as u32],
-        },
+        when: When::AnyOf(&[
+            &[arg_is(0, libc::AF_ALG as u32)],
+            &[arg_is(0, libc::AF_VSOCK as u32)],
+            &[arg_is(0, libc::AF_PACKET as u32)],
+            &[
+                arg_is(0, libc::AF_INET as u32),
+                socket_type_is(libc::SOCK_RAW),
+            ],
+            &[
+                arg_is(0, libc::AF_INET6 as u32),
+                socket_type_is(libc::SOCK_RAW),
+            ],
+            &[arg_is(0, libc::AF_INET as u32), socket_type_is(SOCK_PACKET)],
+        ]),
         errno: libc::EPERM,
         why: "AF_ALG: the kernel crypto API, CVE-2026-31431 (Copy Fail) writes into the page \
               cache of any readable file, such as the host's /usr; AF_VSOCK: reaches the \
-              hypervisor when the host is a VM. Docker denies both",
+              hypervisor when the host is a VM (Docker denies both); raw IP and packet \
+              sockets: a forged packet to 127.0.0.1 or ::1 leaves through slirp4netns for the \
+              host's loopback. The capability set withholds CAP_NET_RAW too; this holds if a \
+              capability comes back",
     },
     // The new mount API. ENOSYS: libmount (util-linux 2.39+) then falls
     // back to mount(2), which stays (see the module's doc); on EPERM it
@@ -391,11 +432,6 @@ fn compile(rules: &[Denied], errno: Option<i32>) -> io::Result<Compiled> {
                 ])
                 .map_err(invalid)?]
             }
-            When::ArgIs { arg, values } => values
-                .iter()
-                .map(|v| SeccompRule::new(vec![cond(arg, SeccompCmpOp::Eq, *v)?]))
-                .collect::<Result<_, _>>()
-                .map_err(invalid)?,
             When::ArgNotIn { arg, values } => vec![SeccompRule::new(
                 values
                     .iter()
@@ -404,6 +440,17 @@ fn compile(rules: &[Denied], errno: Option<i32>) -> io::Result<Compiled> {
                     .map_err(invalid)?,
             )
             .map_err(invalid)?],
+            When::AnyOf(lists) => lists
+                .iter()
+                .map(|tests| {
+                    let conditions = tests
+                        .iter()
+                        .map(|t| cond(t.arg, SeccompCmpOp::MaskedEq(t.mask.into()), t.value))
+                        .collect::<Result<_, _>>()?;
+                    SeccompRule::new(conditions)
+                })
+                .collect::<Result<_, _>>()
+                .map_err(invalid)?,
         };
         let filter = by_errno.entry(errno.unwrap_or(rule.errno)).or_default();
         for nr in numbers(rule.syscall, nr) {
@@ -462,17 +509,17 @@ pub fn programs() -> io::Result<&'static [Vec<u8>]> {
 /// `N` a memfd holding it that the child inherits (and bwrap reads and
 /// closes). Call it where bwrap's options go, before `--`; the fds are
 /// read once, so spawn the command once.
-pub fn add_to_bwrap(cmd: &mut Command) -> io::Result<()> {
+pub(super) fn add_to_bwrap(cmd: &mut super::spawn::HostCommand) -> io::Result<()> {
     add_programs(cmd, programs()?)
 }
 
-fn add_programs(cmd: &mut Command, programs: &[Vec<u8>]) -> io::Result<()> {
+fn add_programs(cmd: &mut super::spawn::HostCommand, programs: &[Vec<u8>]) -> io::Result<()> {
     for program in programs {
         let fd = rustix::fs::memfd_create("e2b-seccomp", rustix::fs::MemfdFlags::CLOEXEC)?;
         let mut file = std::fs::File::from(fd);
         file.write_all(program)?;
         file.rewind()?;
-        let n = super::spawn::pass_fd(cmd, file.into());
+        let n = cmd.pass_fd(file.into());
         cmd.arg("--add-seccomp-fd").arg(n.to_string());
     }
     Ok(())

@@ -201,6 +201,9 @@ impl Registry {
             std::io::ErrorKind::Unsupported => CreateError::Unsupported(e.to_string()),
             _ => CreateError::Io(e),
         })?;
+        if let Some(why) = runner.no_internet() {
+            tracing::warn!("sandbox {id} has no internet access: {why}");
+        }
         let sandbox = Arc::new(Sandbox::new(
             id.clone(),
             format!("envd_{}", random_id(32)),

@@ -152,12 +152,10 @@ async fn remount_attempts(weaken: bool) {
     let data = tempfile::tempdir().unwrap();
     let h = server(data.path()).await;
     let sbx = h.create_default().await;
+    // The one server file bound into the sandbox (its /etc is copied in).
     let envd = data.path().join(".envd/e2b-envd");
-    let passwd = data.path().join(".rootfs/etc/passwd");
     if weaken {
-        for f in [&envd, &passwd] {
-            std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o777)).unwrap();
-        }
+        std::fs::set_permissions(&envd, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
     // A world-writable host file under /usr, where the test may make one.
     let usr_canary = PathBuf::from(format!(
@@ -171,7 +169,7 @@ async fn remount_attempts(weaken: bool) {
             })
             .is_ok())
     .then_some(usr_canary);
-    let watched: Vec<PathBuf> = [envd.clone(), passwd.clone(), "/usr/bin/env".into()]
+    let watched: Vec<PathBuf> = [envd.clone(), "/usr/bin/env".into()]
         .into_iter()
         .chain(usr_canary.clone())
         .collect();
