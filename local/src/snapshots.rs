@@ -2,9 +2,15 @@
 //! from, as E2B's snapshot templates.
 //!
 //! Each is `<id>.img` (the disk, sparse) and `<id>.json` (its record)
-//! under the snapshots directory, which only the server writes. Their
-//! allocated blocks together stay within a budget: a snapshot that would
-//! pass it is refused, and nothing is deleted to make room.
+//! under the snapshots directory, which only the server writes.
+//!
+//! One disk budget holds the copies the server makes of sandboxes'
+//! disks: the snapshots' images and the disks of live forks (each a copy
+//! of its source's), counted by their allocated blocks as they are now,
+//! plus what copies under way were promised. Room is reserved under one
+//! lock before a copy is made, so two copies at once cannot both pass on
+//! the same room; a copy that would pass the budget is refused, and
+//! nothing is deleted to make room.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -127,7 +133,7 @@ impl std::fmt::Display for StoreError {
                 budget,
             } => write!(
                 f,
-                "the snapshot storage is full: snapshots take {} MiB, this one needs {} MiB more, the budget is {} MiB (delete snapshots to make room)",
+                "the disk budget for snapshots and forks is full: they take {} MiB, this copy needs {} MiB more, the budget is {} MiB (delete snapshots or kill forks to make room)",
                 mib(*used),
                 mib(*needed),
                 mib(*budget)
@@ -151,15 +157,18 @@ pub(crate) struct Snapshots {
 #[derive(Default)]
 struct Index {
     by_id: BTreeMap<String, SnapshotRecord>,
-    /// Bytes promised to snapshots being taken.
+    /// Bytes promised to copies being made.
     reserved: u64,
+    /// The disk images of live forks (gone once their sandbox is).
+    forks: Vec<PathBuf>,
 }
 
-/// Room promised to a snapshot being taken, and where its image goes.
+/// Room promised to a copy being made: a snapshot (where its image
+/// goes), or forks.
 pub(crate) struct Reservation {
     /// Its raw id.
     pub id: String,
-    /// Where the disk is copied to (renamed into place on commit).
+    /// Where a snapshot's disk is copied to (renamed into place on commit).
     pub image: PathBuf,
     bytes: u64,
 }
@@ -199,7 +208,10 @@ impl Snapshots {
         Ok(Snapshots {
             dir: dir.to_path_buf(),
             budget,
-            index: Mutex::new(Index { by_id, reserved: 0 }),
+            index: Mutex::new(Index {
+                by_id,
+                ..Index::default()
+            }),
         })
     }
 
@@ -208,25 +220,27 @@ impl Snapshots {
         self.dir.join(format!("{id}.img"))
     }
 
-    /// Bytes the snapshots take now.
-    pub fn used(&self) -> u64 {
-        let ids: Vec<String> = self
-            .index
-            .lock()
-            .map(|i| i.by_id.keys().cloned().collect())
-            .unwrap_or_default();
-        ids.iter().map(|id| allocated(&self.image(id))).sum()
+    /// Bytes the budget's copies take now, with what is promised; live
+    /// forks' images that are gone are forgotten. Read under the lock.
+    fn used(&self, index: &mut Index) -> u64 {
+        index.forks.retain(|image| image.exists());
+        let snapshots: u64 = index
+            .by_id
+            .keys()
+            .map(|id| allocated(&self.image(id)))
+            .sum();
+        let forks: u64 = index.forks.iter().map(|image| allocated(image)).sum();
+        snapshots + forks + index.reserved
     }
 
-    /// Promises `bytes` to a new snapshot, or says the budget is spent.
+    /// Promises `bytes` to a new copy, or says the budget is spent.
     pub fn reserve(&self, bytes: u64) -> Result<Reservation, StoreError> {
-        let used = self.used();
         let mut index = self
             .index
             .lock()
             .map_err(|_| StoreError::Io(std::io::Error::other("snapshot index poisoned")))?;
-        let taken = used + index.reserved;
-        if taken + bytes > self.budget {
+        let taken = self.used(&mut index);
+        if taken.saturating_add(bytes) > self.budget {
             return Err(StoreError::Full {
                 used: taken,
                 needed: bytes,
@@ -245,6 +259,17 @@ impl Snapshots {
             id,
             bytes,
         })
+    }
+
+    /// Counts the fork whose disk is `image` in the budget from now on,
+    /// in place of `bytes` of `reservation`.
+    pub fn add_fork(&self, reservation: &mut Reservation, image: PathBuf, bytes: u64) {
+        let bytes = bytes.min(reservation.bytes);
+        reservation.bytes -= bytes;
+        if let Ok(mut index) = self.index.lock() {
+            index.reserved = index.reserved.saturating_sub(bytes);
+            index.forks.push(image);
+        }
     }
 
     /// Gives back a reservation whose snapshot was not taken.
@@ -266,13 +291,13 @@ impl Snapshots {
     ) -> Result<SnapshotRecord, StoreError> {
         record.id = reservation.id.clone();
         let size = allocated(&reservation.image);
-        let used = self.used();
         let stored = (|| {
             let mut index = self
                 .index
                 .lock()
                 .map_err(|_| StoreError::Io(std::io::Error::other("snapshot index poisoned")))?;
             index.reserved = index.reserved.saturating_sub(reservation.bytes);
+            let used = self.used(&mut index);
             let replaced: Vec<String> = index
                 .by_id
                 .values()
@@ -280,9 +305,9 @@ impl Snapshots {
                 .map(|r| r.id.clone())
                 .collect();
             let freed: u64 = replaced.iter().map(|id| allocated(&self.image(id))).sum();
-            if (used + index.reserved + size).saturating_sub(freed) > self.budget {
+            if (used + size).saturating_sub(freed) > self.budget {
                 return Err(StoreError::Full {
-                    used: used + index.reserved,
+                    used,
                     needed: size,
                     budget: self.budget,
                 });
@@ -443,7 +468,11 @@ mod tests {
         let over = store.reserve(1 << 20).unwrap();
         write(&over, 2);
         let err = store.commit(over, record(None)).err().unwrap();
-        assert!(err.to_string().contains("storage is full"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("budget for snapshots and forks is full"),
+            "{err}"
+        );
         assert_eq!(store.all(), std::slice::from_ref(&second));
         // Reopened: the same snapshots; a leftover temporary is swept.
         std::fs::write(dir.path().join("zzz.img.tmp"), "x").unwrap();
@@ -454,5 +483,17 @@ mod tests {
         assert!(store.delete("n"));
         assert!(!store.delete("n"));
         assert!(store.all().is_empty());
+        // A live fork's disk counts until it is gone, as it is now.
+        let mut forks = store.reserve(3 << 20).unwrap();
+        let fork = dir.path().join("fork.img");
+        std::fs::write(&fork, vec![1u8; 2 << 20]).unwrap();
+        store.add_fork(&mut forks, fork.clone(), 1 << 20);
+        store.abandon(forks);
+        assert!(matches!(
+            store.reserve(2 << 20),
+            Err(StoreError::Full { .. })
+        ));
+        std::fs::remove_file(&fork).unwrap();
+        assert!(store.reserve(3 << 20).is_ok());
     }
 }

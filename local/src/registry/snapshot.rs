@@ -49,6 +49,8 @@ impl Registry {
     /// Forks `source` `count` times: its disk copied once (frozen once),
     /// then each fork started on its own copy with `source`'s settings and
     /// a TTL of `timeout_secs`. Each fork succeeds or fails on its own.
+    /// The copies count in the disk budget of snapshots and forks, their
+    /// room reserved before anything is copied.
     pub async fn fork(
         &self,
         source: &Arc<Sandbox>,
@@ -61,8 +63,17 @@ impl Registry {
             .join(DISKS_DIR)
             .join(format!("fork-{}.img", random_id(20)));
         let runner = Arc::clone(&source.runner);
-        let _ = tokio::task::spawn_blocking(move || runner.ready_disk_for_copy()).await;
-        copy_disk(source, image.clone(), false).await?;
+        let size = tokio::task::spawn_blocking(move || runner.ready_disk_for_copy())
+            .await
+            .unwrap_or(0);
+        let mut reservation = self
+            .snapshots
+            .reserve(size.saturating_mul(u64::from(count)))
+            .map_err(SnapshotError::Store)?;
+        if let Err(e) = copy_disk(source, image.clone(), false).await {
+            self.snapshots.abandon(reservation);
+            return Err(e);
+        }
         let mut forks = Vec::new();
         for n in 1..=count {
             // The last fork takes the copy itself.
@@ -77,9 +88,18 @@ impl Registry {
                 template: source.runner.template().to_string(),
                 disk,
             };
-            forks.push(self.create(request, timeout_secs, origin).await);
+            let fork = self.create(request, timeout_secs, origin).await;
+            if let Ok(fork) = &fork {
+                let disk = self
+                    .data_dir
+                    .join(DISKS_DIR)
+                    .join(format!("{}.img", fork.id));
+                self.snapshots.add_fork(&mut reservation, disk, size);
+            }
+            forks.push(fork);
         }
         let _ = std::fs::remove_file(&image);
+        self.snapshots.abandon(reservation);
         Ok(forks)
     }
 
