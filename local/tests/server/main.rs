@@ -13,6 +13,7 @@ mod envd_process;
 mod envd_watch;
 mod escape;
 mod faults;
+mod host_boundary;
 mod processes;
 mod redteam;
 mod restart;
