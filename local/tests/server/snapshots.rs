@@ -151,7 +151,7 @@ async fn the_budget_refuses_a_snapshot_and_deletes_nothing() {
     sh(&h, &sbx, "head -c 24M /dev/urandom > /home/user/big").await;
     let (status, message) = refused(snapshot(&h, &sbx.id, json!({})).await).await;
     assert_eq!(status, 507);
-    assert!(message.contains("snapshot storage is full"), "{message}");
+    assert!(message.contains("budget for snapshots and forks is full"), "{message}");
     assert!(message.contains("the budget is 16.0 MiB"), "{message}");
     let listed: Vec<Value> = h
         .api_send(Method::GET, "/snapshots")
@@ -178,6 +178,57 @@ async fn the_budget_refuses_a_snapshot_and_deletes_nothing() {
     // Freed blocks are given back before a snapshot: it fits again.
     sh(&h, &sbx, "rm /home/user/big").await;
     assert_eq!(snapshot(&h, &sbx.id, json!({})).await.status(), 201);
+    h.server.shutdown().await;
+}
+
+/// Forks count in the snapshots' budget while they live: a fork past it
+/// is refused whole, deleting and starting nothing.
+#[tokio::test]
+async fn a_fork_past_the_budget_is_refused_and_deletes_nothing() {
+    let h = start_with(Options {
+        snapshot_budget: 16 << 20,
+        ..Default::default()
+    })
+    .await;
+    if !has_disks(&h) {
+        return;
+    }
+    let source = h.create_default().await;
+    sh(&h, &source, "head -c 6M /dev/urandom > /home/user/six").await;
+    async fn live(h: &Harness) -> usize {
+        let listed = h.api_send(Method::GET, "/v2/sandboxes").await;
+        listed.json::<Vec<Value>>().await.unwrap().len()
+    }
+    // Three copies of 6 MiB: past 16 MiB.
+    let (status, message) = refused(fork(&h, &source.id, json!({"count": 3})).await).await;
+    assert_eq!(status, 507, "{message}");
+    assert!(message.contains("budget for snapshots and forks is full"), "{message}");
+    assert_eq!(live(&h).await, 1, "no fork started");
+    // One fits; with a snapshot beside it, a second fork does not.
+    let first = fork(&h, &source.id, json!({"count": 1})).await;
+    assert_eq!(first.status(), 201);
+    let first: Vec<Value> = first.json().await.unwrap();
+    let first = sandbox_of(&first[0]["sandbox"]);
+    assert_eq!(snapshot(&h, &source.id, json!({"name": "kept"})).await.status(), 201);
+    let (status, _) = refused(fork(&h, &source.id, json!({"count": 1})).await).await;
+    assert_eq!(status, 507);
+    assert_eq!(live(&h).await, 2);
+    assert_eq!(sh(&h, &first, "wc -c < /home/user/six").await, "6291456\n");
+    // A killed fork gives its room back.
+    let kill = h
+        .api_send(Method::DELETE, &format!("/sandboxes/{}", first.id))
+        .await;
+    assert_eq!(kill.status(), 204);
+    let mut again = fork(&h, &source.id, json!({"count": 1})).await;
+    for _ in 0..50 {
+        if again.status() == 201 {
+            break;
+        }
+        // The kill's teardown runs in the background.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        again = fork(&h, &source.id, json!({"count": 1})).await;
+    }
+    assert_eq!(again.status(), 201);
     h.server.shutdown().await;
 }
 
