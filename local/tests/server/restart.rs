@@ -263,3 +263,117 @@ async fn paused_sandboxes_and_snapshots_survive_kill_9() {
     }
     second.stop();
 }
+
+/// The slirp4netns processes whose parent is `pid`.
+fn slirps_of(pid: u32) -> Vec<u32> {
+    let parent = pid.to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
+            let field = |key: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .map(|v| v.trim().to_string())
+            };
+            (field("Name:")? == "slirp4netns" && field("PPid:")? == parent)
+                .then(|| entry.file_name().to_str()?.parse().ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// Whether process `pid` still runs (a zombie does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !matches!(stat.rsplit(')').next().map(str::trim_start), Some(s) if s.starts_with('Z')))
+}
+
+/// A server killed with `kill -9` leaves no network helper behind: each
+/// sandbox's slirp4netns reads the end of a pipe only the server held,
+/// and dies with it, within 5 s; a restart finds none either.
+#[tokio::test]
+async fn network_helpers_die_with_a_killed_server() {
+    if !rustix::process::getuid().is_root() {
+        // An ordinary user's server gives no internet, so runs none.
+        return;
+    }
+    let state = tempfile::Builder::new()
+        .prefix("e2b-restart-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let first = ChildServer::start(state.path());
+    let pid = first.child.id();
+    for _ in 0..2 {
+        let sbx = first.create(json!({"templateID": "base"})).await;
+        first.write(&sbx, "/home/user/up.txt", "up").await;
+    }
+    let slirps = slirps_of(pid);
+    assert_eq!(slirps.len(), 2, "one slirp4netns a sandbox: {slirps:?}");
+    first.kill_9();
+    let started = std::time::Instant::now();
+    while slirps.iter().any(|p| running(*p)) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "slirp4netns outlived its server by 5 s: {slirps:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let second = ChildServer::start(state.path());
+    assert!(slirps.iter().all(|p| !running(*p)));
+    assert_eq!(
+        second.status(Method::GET, "/v2/sandboxes").await,
+        200,
+        "the restart serves"
+    );
+    second.stop();
+}
+
+/// What a dead server left in its cgroups (a process still running in a
+/// sandbox's group) is swept by the next server's start: the process
+/// killed, the groups removed.
+#[tokio::test]
+async fn a_dead_servers_leftovers_are_swept_at_start() {
+    let v1 = std::path::Path::new("/sys/fs/cgroup/pids");
+    let root = if v1.join("cgroup.procs").exists() {
+        v1.to_path_buf()
+    } else {
+        std::path::PathBuf::from("/sys/fs/cgroup")
+    };
+    if !rustix::process::getuid().is_root()
+        || rustix::fs::access(&root, rustix::fs::Access::WRITE_OK).is_err()
+    {
+        return;
+    }
+    // A pid no process has: a child that exited and was reaped.
+    let dead = {
+        let mut gone = Command::new("true").spawn().unwrap();
+        gone.wait().unwrap();
+        gone.id()
+    };
+    let group = root
+        .join("e2b-local")
+        .join(dead.to_string())
+        .join("planted");
+    std::fs::create_dir_all(&group).unwrap();
+    let mut leftover = Command::new("sleep").arg("300").spawn().unwrap();
+    std::fs::write(group.join("cgroup.procs"), leftover.id().to_string()).unwrap();
+    let state = tempfile::Builder::new()
+        .prefix("e2b-restart-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let server = ChildServer::start(state.path());
+    let started = std::time::Instant::now();
+    while leftover.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "the planted process outlived the sweep"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!group.exists(), "{} is left", group.display());
+    assert!(!group.parent().unwrap().exists());
+    server.stop();
+}
