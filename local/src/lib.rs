@@ -96,8 +96,9 @@ pub struct Options {
     /// at a time may use it. [`default_state_dir`] is the standalone
     /// server's default; `None` (the default here) keeps nothing.
     pub state_dir: Option<PathBuf>,
-    /// The most bytes snapshots may take together (their allocated
-    /// blocks); a snapshot past it is refused with 507, deleting nothing.
+    /// The most bytes snapshots and live forks may take together (their
+    /// disk images' allocated blocks); a snapshot or fork past it is
+    /// refused with 507, deleting nothing.
     pub snapshot_budget: u64,
     /// Sandbox TTLs run this many times faster than wall time (a TTL of `T`
     /// seconds lasts `T / time_scale` real seconds), for tests on a scaled clock.

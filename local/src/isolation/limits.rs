@@ -2,9 +2,12 @@
 //!
 //! Where the server may write a cgroup hierarchy (root on these machines:
 //! cgroup v1 `memory`, `pids`, `cpu`; or a cgroup v2 tree with those
-//! controllers), every sandbox gets its own cgroup; else each process gets
-//! rlimits (a process cap per uid, address space, file size), which are
-//! weaker. The writable directories live on a size-limited ext4 image
+//! controllers), every sandbox gets its own cgroup; else only a file-size
+//! rlimit bounds a sandbox (envd sets it for itself and its processes):
+//! nothing limits its processes, memory or CPU. A process cap per uid
+//! (`RLIMIT_NPROC`) would count every process of the server's uid, the
+//! user's own among them, and an address-space cap breaks runtimes that
+//! reserve large ranges (V8, the JVM), so neither is set. The writable directories live on a size-limited ext4 image
 //! mounted through a loop device where the server is root
 //! ([`super::disk`]), so a disk filler gets `ENOSPC` inside its sandbox;
 //! otherwise only the file size is capped. [`Limits`] are what
@@ -60,7 +63,7 @@ pub enum Enforcement {
         /// Parent of the per-sandbox groups.
         parent: PathBuf,
     },
-    /// rlimits on each process (set by `prlimit`).
+    /// No cgroup: only the file-size rlimit envd sets.
     Rlimits,
 }
 
@@ -158,7 +161,9 @@ impl Enforcement {
             Enforcement::CgroupV1 { freezer: None, .. } => "cgroup v1 (memory, pids, cpu)",
             Enforcement::CgroupV1 { .. } => "cgroup v1 (memory, pids, cpu, freezer)",
             Enforcement::CgroupV2 { .. } => "cgroup v2 (memory, pids, cpu, freeze)",
-            Enforcement::Rlimits => "rlimits only (no writable cgroup hierarchy)",
+            Enforcement::Rlimits => {
+                "no writable cgroup hierarchy: file sizes capped, processes, memory and CPU unlimited"
+            }
         }
     }
 
