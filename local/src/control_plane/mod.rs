@@ -227,6 +227,7 @@ fn create_error(e: CreateError) -> (StatusCode, String) {
             format!("cannot create the sandbox's filesystem: {e}"),
         ),
         CreateError::Unsupported(msg) => (StatusCode::BAD_REQUEST, msg),
+        CreateError::Start(why) => (StatusCode::INTERNAL_SERVER_ERROR, why),
     }
 }
 

@@ -105,16 +105,30 @@ impl Anchor {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Why the sandbox stopped before it served: bubblewrap's own words
-    /// (4 KiB at most), read only once it has exited.
-    pub fn failure(&mut self) -> String {
-        let mut err = String::new();
-        if !self.alive() {
-            if let Some(stderr) = self.stderr.take() {
-                let _ = stderr.take(4096).read_to_string(&mut err);
+    /// Why the sandbox stopped before it served (`None` while it runs):
+    /// how bubblewrap (whose status is envd's) exited, and the last line
+    /// it or envd wrote, which is the one that says why.
+    pub fn failure(&mut self) -> Option<String> {
+        // The probe saw envd go: bubblewrap follows within moments.
+        let mut status = None;
+        for _ in 0..50 {
+            status = self.child.try_wait().ok().flatten();
+            if status.is_some() {
+                break;
             }
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        err.trim().to_string()
+        let status = status?;
+        let mut err = String::new();
+        if let Some(stderr) = self.stderr.take() {
+            let _ = stderr.take(64 << 10).read_to_string(&mut err);
+        }
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        Some(format!("envd {status}: {}", last.trim()))
     }
 
     /// The sandbox served a connection: its stderr is the sandbox's from

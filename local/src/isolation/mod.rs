@@ -26,6 +26,7 @@ pub mod network;
 pub mod rootfs;
 mod runner;
 pub mod seccomp;
+mod slot;
 mod spawn;
 
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! server hands it.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use e2b_wire::envd_setup::{EnvdConfig, SandboxUser, Users, ENVD_PATH, PORT_OPEN, TOOLS_DIR};
@@ -12,10 +12,11 @@ use tokio::io::AsyncReadExt;
 
 use super::anchor::{self, Anchor};
 use super::disk::Disk;
-use super::ids::{HostIds, IdBlocks};
+use super::ids::{HostIds, IdBlocks, UserNsMaps};
 use super::launcher::{Launcher, Provision, SANDBOX_PATH};
 use super::limits::{Cgroup, Limits, Usage};
 use super::network::Internet;
+use super::slot::{Outcome, Slot, Turn};
 use super::spawn::HostCommand;
 use super::{rootfs, seccomp};
 use crate::paths::SandboxPaths;
@@ -57,9 +58,10 @@ pub enum PortError {
 
 /// How one try at a connection failed.
 enum Attempt {
-    /// envd is gone (it closed the connection unanswered, or its control
-    /// socket): worth one more try on a fresh sandbox.
-    EnvdGone(String),
+    /// The envd that start `generation` ran is gone (it closed the
+    /// connection unanswered, or its control socket): worth one more try
+    /// on a fresh sandbox.
+    EnvdGone { generation: u64, why: String },
     /// Anything else.
     Failed(PortError),
 }
@@ -67,7 +69,7 @@ enum Attempt {
 impl Attempt {
     fn into_error(self) -> PortError {
         match self {
-            Attempt::EnvdGone(why) => PortError::Unavailable(why),
+            Attempt::EnvdGone { why, .. } => PortError::Unavailable(why),
             Attempt::Failed(e) => e,
         }
     }
@@ -79,6 +81,7 @@ pub struct SandboxRunner {
     paths: SandboxPaths,
     /// The host ids of its users (`None` without isolation).
     ids: Option<HostIds>,
+    /// Whether it gets a network of its own (slirp4netns).
     internet: bool,
     /// Why it has no internet though it asked for it.
     no_internet: Option<String>,
@@ -90,7 +93,8 @@ pub struct SandboxRunner {
     /// disk's lock, not the cgroup's).
     held: Mutex<Option<Held>>,
     disk: Mutex<Option<Disk>>,
-    anchor: Mutex<Option<Anchor>>,
+    /// Whether it runs, and its envd's anchor when it does.
+    slot: Mutex<Slot>,
 }
 
 impl SandboxRunner {
@@ -137,7 +141,8 @@ impl SandboxRunner {
                     users: Users::Host,
                     max_file_size: None,
                 };
-                (None, true, config)
+                // The host's own network: nothing to set up.
+                (None, false, config)
             }
         };
         let no_internet = match &launcher {
@@ -157,7 +162,7 @@ impl SandboxRunner {
             template: p.template,
             disk: Mutex::new(held.disk.take()),
             held: Mutex::new(Some(held)),
-            anchor: Mutex::new(None),
+            slot: Mutex::default(),
         }
     }
 
@@ -248,11 +253,15 @@ impl SandboxRunner {
     pub async fn open_port(&self, port: u16) -> Result<tokio::net::UnixStream, PortError> {
         match self.try_open_port(port).await {
             // envd died (its own root may kill it) and bubblewrap has not
-            // exited yet: stop what is left and start the sandbox again.
-            Err(Attempt::EnvdGone(_)) => {
-                if let Ok(mut slot) = self.anchor.lock() {
-                    slot.take();
-                }
+            // exited yet: stop what is left of that start, and only of it,
+            // and start the sandbox again.
+            Err(Attempt::EnvdGone { generation, .. }) => {
+                let stale = self
+                    .slot
+                    .lock()
+                    .ok()
+                    .and_then(|mut s| s.stop_if(generation));
+                drop(stale);
                 self.try_open_port(port).await.map_err(Attempt::into_error)
             }
             other => other.map_err(Attempt::into_error),
@@ -261,72 +270,138 @@ impl SandboxRunner {
 
     async fn try_open_port(&self, port: u16) -> Result<tokio::net::UnixStream, Attempt> {
         let failed = |e: std::io::Error| Attempt::Failed(PortError::Unavailable(e.to_string()));
+        let generation = self.ensure_running().await.map_err(Attempt::Failed)?;
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(failed)?;
         {
-            let mut slot = self
-                .anchor
-                .lock()
-                .map_err(|_| Attempt::Failed(poisoned()))?;
-            let anchor = self.started(&mut slot).map_err(Attempt::Failed)?;
+            let slot = self.slot.lock().map_err(|_| Attempt::Failed(poisoned()))?;
+            let anchor = slot.running(generation).ok_or_else(|| {
+                Attempt::Failed(PortError::Unavailable("the sandbox was stopped".into()))
+            })?;
             anchor
                 .send_connection(port, &theirs)
-                .map_err(|e| Attempt::EnvdGone(format!("envd does not take connections: {e}")))?;
+                .map_err(|e| Attempt::EnvdGone {
+                    generation,
+                    why: format!("envd does not take connections: {e}"),
+                })?;
         }
         drop(theirs);
-        ours.set_nonblocking(true).map_err(failed)?;
-        let mut ours = tokio::net::UnixStream::from_std(ours).map_err(failed)?;
-        let mut status = [0u8; 1];
-        let answered = tokio::time::timeout(CONNECT_TIMEOUT, ours.read_exact(&mut status)).await;
-        match answered {
-            Ok(Ok(_)) if status[0] == PORT_OPEN => {
-                if let Ok(mut slot) = self.anchor.lock() {
-                    if let Some(anchor) = slot.as_mut() {
-                        anchor.serving();
-                    }
-                }
-                Ok(ours)
-            }
-            Ok(Ok(_)) => Err(Attempt::Failed(PortError::Closed)),
-            Ok(Err(_)) => {
-                let why = self
-                    .anchor
-                    .lock()
-                    .ok()
-                    .and_then(|mut slot| slot.as_mut().map(Anchor::failure))
-                    .filter(|why| !why.is_empty())
-                    .unwrap_or_else(|| "the sandbox's envd is not running".into());
-                Err(Attempt::EnvdGone(why))
-            }
-            Err(_) => Err(Attempt::Failed(PortError::Unavailable(
+        match answer(ours).await {
+            Ok(Some(stream)) => Ok(stream),
+            Ok(None) => Err(Attempt::Failed(PortError::Closed)),
+            Err(AnswerError::Gone) => Err(Attempt::EnvdGone {
+                generation,
+                why: "the sandbox's envd is not running".into(),
+            }),
+            Err(AnswerError::Silent) => Err(Attempt::Failed(PortError::Unavailable(
                 "the sandbox's envd did not answer".into(),
             ))),
+            Err(AnswerError::Io(e)) => Err(failed(e)),
         }
     }
 
-    /// The running sandbox, started if it is not (or no longer) running.
-    fn started<'a>(&self, slot: &'a mut Option<Anchor>) -> Result<&'a mut Anchor, PortError> {
-        if slot.as_mut().is_some_and(|a| !a.alive()) {
-            slot.take();
+    /// Starts the sandbox unless it runs (or another caller is starting
+    /// it: then its outcome is this one's); the generation that runs it.
+    /// A sandbox a create reports serves: the create waits here.
+    pub async fn ensure_running(&self) -> Result<u64, PortError> {
+        loop {
+            let (turn, dead) = self.slot.lock().map_err(|_| poisoned())?.turn();
+            drop(dead);
+            match turn {
+                Turn::Use(generation) => return Ok(generation),
+                Turn::Wait(mut done) => {
+                    let outcome = done
+                        .wait_for(Option::is_some)
+                        .await
+                        .map(|o| o.clone())
+                        .unwrap_or(Some(Err("the sandbox's start was abandoned".into())));
+                    if let Some(Err(why)) = outcome {
+                        return Err(PortError::Unavailable(why));
+                    }
+                }
+                Turn::Start { generation, done } => {
+                    let mut guard = StartGuard {
+                        slot: &self.slot,
+                        generation,
+                        done: Some(done),
+                    };
+                    let started = self.start().await.map_err(|e| {
+                        tracing::warn!("cannot start sandbox {}: {e}", self.config.sandbox_id);
+                        format!("the sandbox could not be started: {e}")
+                    });
+                    return guard
+                        .finish(started)
+                        .map(|()| generation)
+                        .map_err(PortError::Unavailable);
+                }
+            }
         }
-        if slot.is_none() {
-            let anchor = self.start().map_err(|e| {
-                tracing::warn!("cannot start a sandbox: {e}");
-                PortError::Unavailable(format!("the sandbox could not be started: {e}"))
-            })?;
-            *slot = Some(anchor);
-        }
-        slot.as_mut()
-            .ok_or_else(|| PortError::Unavailable("the sandbox stopped".into()))
     }
 
-    fn start(&self) -> Result<Anchor, String> {
+    /// Starts the sandbox: bubblewrap and envd, then, once envd answers
+    /// (bubblewrap's set-up of the namespaces, its loopback included, is
+    /// over), its network. A start that fails says what failed: envd's
+    /// exit and bubblewrap's last words, or the network's set-up.
+    async fn start(&self) -> Result<Anchor, String> {
+        let (cmd, bwrap, maps) = self.command()?;
+        let config = self.config.clone();
+        let mut anchor = tokio::task::spawn_blocking(move || {
+            Anchor::start(cmd, &config, bwrap, |init| match maps {
+                Some(maps) => write_maps(init, &maps),
+                None => Ok(()),
+            })
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        if let Err(e) = probe(&anchor).await {
+            let failure = tokio::task::spawn_blocking(move || anchor.failure())
+                .await
+                .unwrap_or_default();
+            return Err(match failure {
+                Some(failure) => failure,
+                None => format!("envd did not serve: {e}"),
+            });
+        }
+        anchor.serving();
+        if self.internet {
+            anchor.slirp = Some(self.attach_network(anchor.init).await?);
+        }
+        Ok(anchor)
+    }
+
+    /// The sandbox's network (slirp4netns) for its init `pid`, tried twice.
+    async fn attach_network(&self, pid: u32) -> Result<super::network::Slirp, String> {
+        let Launcher::Bwrap(iso) = &self.launcher else {
+            return Err("no network without isolation".into());
+        };
+        let owner = self
+            .ids
+            .and_then(|ids| ids.host(SandboxUser::Root))
+            .ok_or("internet for a sandbox without root")?;
+        let procs = self.with_cgroup(Cgroup::procs_files).unwrap_or_default();
+        let mut last = String::new();
+        for _ in 0..2 {
+            let (iso, procs) = (Arc::clone(iso), procs.clone());
+            let attached =
+                tokio::task::spawn_blocking(move || iso.internet.attach(pid, owner, procs)).await;
+            match attached {
+                Ok(Ok(slirp)) => return Ok(slirp),
+                Ok(Err(e)) => last = e.to_string(),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(format!("its network could not be set up: {last}"))
+    }
+
+    /// The command that starts the sandbox, whether it is bubblewrap, and
+    /// the user namespace's maps the server writes while bubblewrap waits.
+    fn command(&self) -> Result<(HostCommand, bool, Option<UserNsMaps>), String> {
         let iso = match &self.launcher {
             Launcher::Bwrap(iso) => iso,
             Launcher::None { envd } => {
                 let mut cmd = HostCommand::new(envd);
                 cmd.env("PATH", SANDBOX_PATH).current_dir(self.paths.root());
                 std::os::unix::process::CommandExt::process_group(&mut *cmd, 0);
-                return Anchor::start(cmd, &self.config, false, |_| Ok(()));
+                return Ok((cmd, false, None));
             }
         };
         let mut cmd = HostCommand::new(&iso.bwrap);
@@ -349,42 +424,19 @@ impl SandboxRunner {
         cmd.args(["--", ENVD_PATH]);
         cmd.env("PATH", SANDBOX_PATH).current_dir("/");
         let ids = self.ids.ok_or("a sandbox without ids")?;
-        // bubblewrap starts in the sandbox's cgroup, so every process of
-        // the sandbox is in it from its first instant and the cgroup
-        // namespace bubblewrap makes has it as its root.
-        let procs = self.with_cgroup(Cgroup::procs_files).unwrap_or_default();
         if iso.privileged {
-            cmd.join_cgroup(procs.clone())
+            // bubblewrap starts in the sandbox's cgroup, so every process
+            // of the sandbox is in it from its first instant and the
+            // cgroup namespace bubblewrap makes has it as its root.
+            let procs = self.with_cgroup(Cgroup::procs_files).unwrap_or_default();
+            cmd.join_cgroup(procs)
                 .map_err(|e| format!("joining the sandbox's cgroup: {e}"))?;
             // bubblewrap, and so envd, runs as the block's first id: the
             // sandbox's root, never a host id with any privilege.
             let (uid, gid) = ids.host(SandboxUser::Root).unwrap_or(ids.anchor());
             cmd.run_as(uid, gid);
         }
-        let mut anchor = Anchor::start(cmd, &self.config, true, |init| {
-            let maps = ids.maps();
-            let write = |file: &str, content: &str| {
-                std::fs::write(format!("/proc/{init}/{file}"), content)
-                    .map_err(|e| format!("writing the sandbox's {file}: {e}"))
-            };
-            write("uid_map", &maps.uid_map)?;
-            if maps.deny_setgroups {
-                write("setgroups", "deny\n")?;
-            }
-            write("gid_map", &maps.gid_map)
-        })?;
-        if self.internet {
-            // slirp4netns runs as the namespace's owner, the sandbox's root
-            // (never host root), to configure the sandbox's network.
-            let owner = ids
-                .host(SandboxUser::Root)
-                .ok_or("internet for a sandbox without root")?;
-            match iso.internet.attach(anchor.init, owner, procs) {
-                Ok(slirp) => anchor.slirp = Some(slirp),
-                Err(e) => tracing::warn!("sandbox without internet: {e}"),
-            }
-        }
-        Ok(anchor)
+        Ok((cmd, true, Some(ids.maps())))
     }
 
     /// Runs `script` with `sh -c` as `user` and says whether it exited 0
@@ -480,7 +532,7 @@ impl SandboxRunner {
     pub fn stop(&self) {
         // Frozen processes would not die.
         self.thaw();
-        let anchor = self.anchor.lock().ok().and_then(|mut s| s.take());
+        let anchor = self.slot.lock().ok().and_then(|mut s| s.stop());
         drop(anchor);
     }
 
@@ -520,4 +572,90 @@ impl Drop for SandboxRunner {
 
 fn poisoned() -> PortError {
     PortError::Unavailable("sandbox state poisoned".into())
+}
+
+/// A start under way: however the starting caller ends (its future may be
+/// dropped, a client gone), the slot learns the outcome and so do those
+/// waiting for it.
+struct StartGuard<'a> {
+    slot: &'a Mutex<Slot>,
+    generation: u64,
+    done: Option<tokio::sync::watch::Sender<Outcome>>,
+}
+
+impl StartGuard<'_> {
+    fn finish(&mut self, started: Result<Anchor, String>) -> Result<(), String> {
+        let (outcome, stale) = match self.slot.lock() {
+            Ok(mut slot) => slot.finish(self.generation, started),
+            Err(_) => (Err("sandbox state poisoned".into()), started.ok()),
+        };
+        drop(stale);
+        if let Some(done) = self.done.take() {
+            done.send_replace(Some(outcome.clone()));
+        }
+        outcome
+    }
+}
+
+impl Drop for StartGuard<'_> {
+    fn drop(&mut self) {
+        if self.done.is_some() {
+            let _ = self.finish(Err("the sandbox's start was abandoned".into()));
+        }
+    }
+}
+
+/// Why a connection got no status byte.
+enum AnswerError {
+    /// envd closed it unanswered: it is gone.
+    Gone,
+    /// envd did not answer in time.
+    Silent,
+    Io(std::io::Error),
+}
+
+/// envd's status byte on the server's end of a connection it was handed:
+/// the stream when the port is open, `None` when it is not.
+async fn answer(
+    ours: std::os::unix::net::UnixStream,
+) -> Result<Option<tokio::net::UnixStream>, AnswerError> {
+    ours.set_nonblocking(true).map_err(AnswerError::Io)?;
+    let mut ours = tokio::net::UnixStream::from_std(ours).map_err(AnswerError::Io)?;
+    let mut status = [0u8; 1];
+    match tokio::time::timeout(CONNECT_TIMEOUT, ours.read_exact(&mut status)).await {
+        Ok(Ok(_)) if status[0] == PORT_OPEN => Ok(Some(ours)),
+        Ok(Ok(_)) => Ok(None),
+        Ok(Err(_)) => Err(AnswerError::Gone),
+        Err(_) => Err(AnswerError::Silent),
+    }
+}
+
+/// Whether the freshly started `anchor`'s envd serves: a connection to
+/// its own port, answered.
+async fn probe(anchor: &Anchor) -> Result<(), String> {
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(|e| e.to_string())?;
+    anchor
+        .send_connection(e2b_wire::ENVD_PORT, &theirs)
+        .map_err(|e| format!("envd takes no connection: {e}"))?;
+    drop(theirs);
+    match answer(ours).await {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err("envd refused its own port".into()),
+        Err(AnswerError::Gone) => Err("envd closed the connection".into()),
+        Err(AnswerError::Silent) => Err(format!("envd did not answer in {CONNECT_TIMEOUT:?}")),
+        Err(AnswerError::Io(e)) => Err(e.to_string()),
+    }
+}
+
+/// Writes the user namespace's maps of bubblewrap's init `pid`.
+fn write_maps(pid: u32, maps: &UserNsMaps) -> Result<(), String> {
+    let write = |file: &str, content: &str| {
+        std::fs::write(format!("/proc/{pid}/{file}"), content)
+            .map_err(|e| format!("writing the sandbox's {file}: {e}"))
+    };
+    write("uid_map", &maps.uid_map)?;
+    if maps.deny_setgroups {
+        write("setgroups", "deny\n")?;
+    }
+    write("gid_map", &maps.gid_map)
 }

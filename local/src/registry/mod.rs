@@ -33,6 +33,8 @@ pub(crate) enum CreateError {
     Io(std::io::Error),
     /// It asks for something the local backend cannot enforce.
     Unsupported(String),
+    /// It was made but did not start (what failed, in words).
+    Start(String),
 }
 
 /// Why a snapshot (or a fork) was not taken.
@@ -192,15 +194,32 @@ impl Registry {
         .await
         .map_err(std::io::Error::other)
         .and_then(|made| made);
+        // A sandbox a create reports is serving: envd answers (and its
+        // network is up) before the create does.
+        let started = match made {
+            Ok(runner) => match runner.ensure_running().await {
+                Ok(_) => Ok(runner),
+                Err(e) => {
+                    let root = paths.root().to_path_buf();
+                    let _ = tokio::task::spawn_blocking(move || {
+                        drop(runner);
+                        let _ = std::fs::remove_dir_all(&root);
+                    })
+                    .await;
+                    Err(CreateError::Start(e.to_string()))
+                }
+            },
+            Err(e) => Err(match e.kind() {
+                std::io::ErrorKind::Unsupported => CreateError::Unsupported(e.to_string()),
+                _ => CreateError::Io(e),
+            }),
+        };
         let mut slots = self
             .slots
             .lock()
             .map_err(|_| CreateError::Io(std::io::Error::other("registry poisoned")))?;
         slots.making.remove(&id);
-        let runner = made.map_err(|e| match e.kind() {
-            std::io::ErrorKind::Unsupported => CreateError::Unsupported(e.to_string()),
-            _ => CreateError::Io(e),
-        })?;
+        let runner = started?;
         if let Some(why) = runner.no_internet() {
             tracing::warn!("sandbox {id} has no internet access: {why}");
         }

@@ -57,8 +57,9 @@ impl Harness {
 
     pub async fn create(&self, body: Value) -> Sbx {
         let resp = self.try_create(body).await;
-        assert_eq!(resp.status(), 201);
+        let status = resp.status();
         let v: Value = resp.json().await.unwrap();
+        assert_eq!(status, 201, "{v}");
         Sbx {
             id: v["sandboxID"].as_str().unwrap().to_string(),
             token: v["envdAccessToken"].as_str().unwrap().to_string(),

@@ -4,6 +4,7 @@
 
 mod boundary;
 mod common;
+mod concurrency;
 mod conformance;
 mod conformance_js;
 mod control_plane;

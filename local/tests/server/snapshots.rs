@@ -151,7 +151,10 @@ async fn the_budget_refuses_a_snapshot_and_deletes_nothing() {
     sh(&h, &sbx, "head -c 24M /dev/urandom > /home/user/big").await;
     let (status, message) = refused(snapshot(&h, &sbx.id, json!({})).await).await;
     assert_eq!(status, 507);
-    assert!(message.contains("budget for snapshots and forks is full"), "{message}");
+    assert!(
+        message.contains("budget for snapshots and forks is full"),
+        "{message}"
+    );
     assert!(message.contains("the budget is 16.0 MiB"), "{message}");
     let listed: Vec<Value> = h
         .api_send(Method::GET, "/snapshots")
@@ -202,14 +205,22 @@ async fn a_fork_past_the_budget_is_refused_and_deletes_nothing() {
     // Three copies of 6 MiB: past 16 MiB.
     let (status, message) = refused(fork(&h, &source.id, json!({"count": 3})).await).await;
     assert_eq!(status, 507, "{message}");
-    assert!(message.contains("budget for snapshots and forks is full"), "{message}");
+    assert!(
+        message.contains("budget for snapshots and forks is full"),
+        "{message}"
+    );
     assert_eq!(live(&h).await, 1, "no fork started");
     // One fits; with a snapshot beside it, a second fork does not.
     let first = fork(&h, &source.id, json!({"count": 1})).await;
     assert_eq!(first.status(), 201);
     let first: Vec<Value> = first.json().await.unwrap();
     let first = sandbox_of(&first[0]["sandbox"]);
-    assert_eq!(snapshot(&h, &source.id, json!({"name": "kept"})).await.status(), 201);
+    assert_eq!(
+        snapshot(&h, &source.id, json!({"name": "kept"}))
+            .await
+            .status(),
+        201
+    );
     let (status, _) = refused(fork(&h, &source.id, json!({"count": 1})).await).await;
     assert_eq!(status, 507);
     assert_eq!(live(&h).await, 2);
