@@ -310,18 +310,14 @@ pub fn from_interpreter_http(status: u16, body: &[u8]) -> Failure {
             Failure::new(ErrorKind::NotFound, format!("{status} {}", reason(status)))
         }
         404 => Failure::new(ErrorKind::NotFound, text),
-        502 => {
-            // The proxy's "sandbox was not found" means the sandbox is gone.
-            let kind = if text.contains("was not found") {
-                ErrorKind::SandboxExpired
-            } else {
-                ErrorKind::SandboxUnavailable
-            };
-            Failure::new(
-                kind,
-                format!("{text}: This error is likely due to sandbox timeout. You can modify the sandbox timeout by passing 'timeout' when starting the sandbox or calling '.set_timeout' on the sandbox with the desired timeout."),
-            )
-        }
+        // The proxy's "sandbox was not found" means the sandbox is gone,
+        // as the SDK says; any other 502 blames no timeout that did not
+        // happen (the SDK's words would send the user the wrong way).
+        502 if text.contains("was not found") => Failure::new(
+            ErrorKind::SandboxExpired,
+            format!("{text}: This error is likely due to sandbox timeout. You can modify the sandbox timeout by passing 'timeout' when starting the sandbox or calling '.set_timeout' on the sandbox with the desired timeout."),
+        ),
+        502 => sandbox_unavailable(&body_message(body)),
         401 => Failure::new(
             ErrorKind::Auth,
             format!("{status} {}: {text}", reason(status)),

@@ -35,6 +35,7 @@ pub mod faults;
 mod http_errors;
 mod idempotency;
 mod isolation;
+mod leftovers;
 mod names;
 mod paths;
 mod registry;
@@ -58,6 +59,7 @@ use std::sync::Arc;
 
 pub use faults::{Fault, FaultRule, Faults};
 pub use isolation::Limits;
+pub use leftovers::{leftovers, Leftovers};
 pub use stats::{RecordedRequest, Stats};
 pub use tls::TlsIdentity;
 

@@ -222,6 +222,15 @@ fn create_error(e: CreateError) -> (StatusCode, String) {
             StatusCode::TOO_MANY_REQUESTS,
             format!("you have reached the maximum number of concurrent sandboxes ({max})"),
         ),
+        // What the machine holds, said as such: a create storm meets a
+        // 507 or a 429 naming the limit, never a half-made sandbox.
+        CreateError::Io(e) if e.kind() == std::io::ErrorKind::StorageFull => (
+            StatusCode::INSUFFICIENT_STORAGE,
+            format!("the local server's data directory has no room for a new sandbox's disk: {e}"),
+        ),
+        CreateError::Io(e) if e.kind() == std::io::ErrorKind::QuotaExceeded => {
+            (StatusCode::TOO_MANY_REQUESTS, e.to_string())
+        }
         CreateError::Io(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("cannot create the sandbox's filesystem: {e}"),

@@ -20,7 +20,7 @@ const SUBID_BASE: u32 = 0x2000_0000;
 /// Ids per sandbox: a full 16-bit range, as container runtimes map.
 pub const SUBID_COUNT: u32 = 65_536;
 /// Blocks available (sandboxes alive at once, with room to spare).
-const SLOTS: u32 = 4_096;
+pub const SLOTS: u32 = 4_096;
 
 /// The host ids behind one sandbox's users.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -87,7 +87,9 @@ impl Launcher {
     /// Removes what [`Launcher::detect`] and [`Launcher::provision`] left
     /// in `data_dir` beside the sandbox roots (at shutdown); the disks
     /// stay when `keep_disks` (a persistent server's paused sandboxes').
-    pub fn clean_up(data_dir: &Path, keep_disks: bool) {
+    /// The server's own cgroups go too, unless another server of this
+    /// process still has sandboxes in them.
+    pub fn clean_up(&self, data_dir: &Path, keep_disks: bool) {
         let dirs: &[&str] = if keep_disks {
             &[envd::ENVD_DIR]
         } else {
@@ -95,6 +97,9 @@ impl Launcher {
         };
         for dir in dirs {
             let _ = std::fs::remove_dir_all(data_dir.join(dir));
+        }
+        if let Launcher::Bwrap(iso) = self {
+            iso.enforcement.remove_own_groups();
         }
     }
 

@@ -167,6 +167,35 @@ impl Enforcement {
         }
     }
 
+    /// Removes this server process's groups (`e2b-local/<pid>`), which
+    /// only an empty group leaves: another server of the same process
+    /// keeps them while it has sandboxes.
+    pub fn remove_own_groups(&self) {
+        let groups: Vec<&PathBuf> = match self {
+            Enforcement::CgroupV1 {
+                memory,
+                pids,
+                cpu,
+                cpuacct,
+                freezer,
+            } => [
+                Some(memory),
+                Some(pids),
+                Some(cpu),
+                cpuacct.as_ref(),
+                freezer.as_ref(),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            Enforcement::CgroupV2 { parent } => vec![parent],
+            Enforcement::Rlimits => Vec::new(),
+        };
+        for group in groups {
+            let _ = std::fs::remove_dir(group);
+        }
+    }
+
     /// Makes the cgroup of sandbox `id` with `limits`; `None` with rlimits.
     /// Its files stay the server's: only the server moves a process in
     /// (the sandbox's first), and every other inherits the group.

@@ -145,7 +145,15 @@ impl Launcher {
                 Some(base) => IdBlocks::global().take_exact(base),
                 None => IdBlocks::global().take(),
             }
-            .ok_or_else(|| std::io::Error::other("no free uid block"))?;
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::QuotaExceeded,
+                    format!(
+                        "every uid block is in use ({} sandboxes on this machine's server)",
+                        ids::SLOTS
+                    ),
+                )
+            })?;
             held.block = Some(base);
             HostIds::Block { base }
         } else {

@@ -375,7 +375,7 @@ impl Registry {
     /// Removes the server's files beside the sandbox roots, but what a
     /// persistent server keeps (disks, snapshots, records).
     fn clean_up(&self) {
-        Launcher::clean_up(&self.data_dir, self.state.is_some());
+        self.launcher.clean_up(&self.data_dir, self.state.is_some());
         if self.state.is_none() {
             let _ = std::fs::remove_dir_all(self.data_dir.join(SNAPSHOTS_DIR));
         }

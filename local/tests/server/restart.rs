@@ -377,3 +377,58 @@ async fn a_dead_servers_leftovers_are_swept_at_start() {
     assert!(!group.parent().unwrap().exists());
     server.stop();
 }
+
+/// The leftovers check (`e2b_local::leftovers`, the soak's) finds what
+/// is planted: a mount under the data directory and a stray
+/// `slirp4netns` in a server's cgroup.
+#[tokio::test]
+async fn the_leftovers_check_finds_a_planted_mount_and_process() {
+    let pids = std::path::Path::new("/sys/fs/cgroup/pids");
+    if !rustix::process::getuid().is_root() || !pids.join("cgroup.procs").exists() {
+        return;
+    }
+    let data = tempfile::Builder::new()
+        .prefix("e2b-leftovers-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    assert_eq!(
+        e2b_local::leftovers(data.path()).mounts,
+        Vec::<String>::new()
+    );
+    let point = data.path().join("mounted");
+    std::fs::create_dir(&point).unwrap();
+    rustix::mount::mount(
+        "tmpfs",
+        &point,
+        "tmpfs",
+        rustix::mount::MountFlags::empty(),
+        None::<&std::ffi::CStr>,
+    )
+    .unwrap();
+    // A program the kernel names slirp4netns, in a sandbox's cgroup.
+    let stray = data.path().join("slirp4netns");
+    std::fs::copy("/bin/sleep", &stray).unwrap();
+    let mut process = Command::new(&stray).arg("300").spawn().unwrap();
+    let group = pids
+        .join("e2b-local")
+        .join(std::process::id().to_string())
+        .join("planted-leftover");
+    std::fs::create_dir_all(&group).unwrap();
+    std::fs::write(group.join("cgroup.procs"), process.id().to_string()).unwrap();
+    let found = e2b_local::leftovers(data.path());
+    let _ = process.kill();
+    let _ = process.wait();
+    let _ = std::fs::remove_dir(&group);
+    let _ = rustix::mount::unmount(&point, rustix::mount::UnmountFlags::DETACH);
+    assert_eq!(found.mounts, [point.display().to_string()], "{found:?}");
+    assert!(
+        found
+            .processes
+            .contains(&format!("{} slirp4netns", process.id())),
+        "{found:?}"
+    );
+    assert!(
+        found.cgroups.contains(&group.display().to_string()),
+        "{found:?}"
+    );
+}
