@@ -175,8 +175,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
     ));
     md.push_str(
-        "- **create**: `POST /v2/sandboxes` (host side: uid block, cgroup, disk image, directories).\n\
-         - **first command**: the first `Process/Start` of `/bin/true` to its end (starts the sandbox's namespaces and network).\n\
+        "- **create**: `POST /v2/sandboxes`: the host side (uid block, cgroup, disk image, directories), then the sandbox started (its namespaces, envd, with internet slirp4netns): a create returns once envd answers.\n\
+         - **first command**: the first `Process/Start` of `/bin/true` to its end.\n\
          - **command**: later `/bin/true` runs, start to end.\n\
          - **kill**: `DELETE /sandboxes/{id}` (teardown finishes in the background).\n\n\
          | server | create p50 / p95 | first command p50 / p95 | command p50 / p95 | kill p50 |\n|---|---|---|---|---|\n",

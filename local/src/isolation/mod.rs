@@ -99,7 +99,8 @@ impl Launcher {
     }
 
     /// Makes the host side of a sandbox (its disk, directories, cgroup
-    /// and ids) and a runner that starts it on first use. A sandbox that
+    /// and ids) and a runner that starts it ([`SandboxRunner::ensure_running`],
+    /// which a create awaits, or the first connection). A sandbox that
     /// cannot be made leaves nothing behind, except what it was to resume
     /// ([`DiskSource::Existing`]), which stays as it was.
     pub fn provision(&self, p: Provision) -> std::io::Result<SandboxRunner> {

@@ -1,6 +1,6 @@
 //! One sandbox as the orchestrator holds it: its host resources, and its
-//! envd, started on first use and reached only through connections the
-//! server hands it.
+//! envd, started once (a create waits for it) and again if it died, and
+//! reached only through connections the server hands it.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
