@@ -89,7 +89,7 @@ pub(crate) struct Registry {
     pub snapshots: Snapshots,
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Teardowns under way, awaited by a shutdown so roots are gone after it.
-    teardowns: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    teardowns: Mutex<Vec<Teardown>>,
 }
 
 /// What a registry is made with.
@@ -367,7 +367,7 @@ impl Registry {
             .map(|mut t| std::mem::take(&mut *t))
             .unwrap_or_default();
         for t in pending {
-            let _ = t.await;
+            let _ = t.task.await;
         }
         self.clean_up();
     }
@@ -382,6 +382,22 @@ impl Registry {
     }
 
     pub fn shutdown_all_now(&self) {
+        // Teardowns still under way would be dropped with the runtime,
+        // halfway: finish them here (a killed sandbox's root would stay).
+        let pending = self
+            .teardowns
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for t in pending {
+            if !t.task.is_finished() {
+                t.task.abort();
+                t.sandbox.runner.stop();
+                if !t.keep_root {
+                    t.sandbox.destroy_root();
+                }
+            }
+        }
         for s in self.drain() {
             if self.kept(&s) {
                 s.runner.detach();
@@ -416,16 +432,21 @@ impl Registry {
     fn spawn_or_run_now(&self, sandbox: Arc<Sandbox>, keep_root: bool) {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
+                let torn = Arc::clone(&sandbox);
                 let task = handle.spawn(async move {
                     if keep_root {
-                        sandbox.stop_processes().await;
+                        torn.stop_processes().await;
                     } else {
-                        teardown(sandbox).await;
+                        teardown(torn).await;
                     }
                 });
                 if let Ok(mut t) = self.teardowns.lock() {
-                    t.retain(|t| !t.is_finished());
-                    t.push(task);
+                    t.retain(|t| !t.task.is_finished());
+                    t.push(Teardown {
+                        task,
+                        sandbox,
+                        keep_root,
+                    });
                 }
             }
             Err(_) => {
@@ -436,6 +457,14 @@ impl Registry {
             }
         }
     }
+}
+
+/// A sandbox being torn down in the background.
+struct Teardown {
+    task: tokio::task::JoinHandle<()>,
+    sandbox: Arc<Sandbox>,
+    /// Only its processes stop (a pause without a freezer).
+    keep_root: bool,
 }
 
 async fn teardown(sandbox: Arc<Sandbox>) {

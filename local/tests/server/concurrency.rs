@@ -92,3 +92,33 @@ async fn sixteen_creators_at_once_all_get_serving_sandboxes() {
     assert_eq!(stats.live_sandboxes, 0, "{stats:?}");
     Arc::try_unwrap(h).ok().unwrap().server.shutdown().await;
 }
+
+/// A server dropped (not shut down) while a killed sandbox's teardown is
+/// under way finishes the teardown: nothing of the sandbox stays in its
+/// data directory, on a disk or in a cgroup.
+#[tokio::test]
+async fn a_server_dropped_mid_teardown_leaves_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let h = crate::common::start_with(e2b_local::Options {
+        data_dir: Some(data.path().to_path_buf()),
+        ..Default::default()
+    })
+    .await;
+    let sbx = h.create_default().await;
+    let killed = h
+        .api_send(Method::DELETE, &format!("/sandboxes/{}", sbx.id))
+        .await;
+    assert_eq!(killed.status(), 204);
+    drop(h);
+    let left: Vec<_> = std::fs::read_dir(data.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let leftovers = e2b_local::leftovers(data.path());
+    assert!(
+        leftovers.mounts.is_empty() && leftovers.loop_devices.is_empty(),
+        "{leftovers:?}"
+    );
+}
