@@ -168,6 +168,7 @@ impl Launcher {
             let base = held.block.unwrap_or(0);
             let disks = p.paths.data_dir().join(DISKS_DIR);
             private_dir(&disks)?;
+            room_for_a_disk(&disks)?;
             let image = disks.join(&p.id).with_extension("img");
             held.disk = Some(match &p.disk {
                 // The image stores the ids inside: root 0, user 1000.
@@ -227,6 +228,29 @@ impl Launcher {
             ))),
         }
     }
+}
+
+/// The least free space a new disk image needs where it goes: its
+/// filesystem's metadata, and room for the sandbox to start writing.
+const MIN_FREE_FOR_A_DISK: u64 = 64 << 20;
+
+/// Whether the filesystem of `dir` has room for a new disk image; a
+/// `StorageFull` error (a create's 507) saying how much it has if not.
+fn room_for_a_disk(dir: &Path) -> std::io::Result<()> {
+    let stat = rustix::fs::statvfs(dir)?;
+    let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+    if free < MIN_FREE_FOR_A_DISK {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            format!(
+                "{} has {} MiB free, a sandbox's disk needs {} MiB to start",
+                dir.display(),
+                free >> 20,
+                MIN_FREE_FOR_A_DISK >> 20
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Mounts a new copy of an image; removes it when that fails.

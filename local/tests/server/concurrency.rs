@@ -122,3 +122,45 @@ async fn a_server_dropped_mid_teardown_leaves_nothing() {
         "{leftovers:?}"
     );
 }
+
+/// A create past what the machine holds is refused with the limit it hit
+/// (here the disk: the data directory on a 128 MiB tmpfs, filled), and what runs
+/// goes on serving.
+#[tokio::test]
+async fn a_create_past_the_disk_gets_507_and_disturbs_nothing() {
+    if !rustix::process::getuid().is_root() {
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    rustix::mount::mount(
+        "tmpfs",
+        data.path(),
+        "tmpfs",
+        rustix::mount::MountFlags::empty(),
+        Some(c"size=128m,mode=0711"),
+    )
+    .unwrap();
+    let unmount = |p: &std::path::Path| {
+        let _ = rustix::mount::unmount(p, rustix::mount::UnmountFlags::DETACH);
+    };
+    let h = crate::common::start_with(e2b_local::Options {
+        data_dir: Some(data.path().to_path_buf()),
+        ..Default::default()
+    })
+    .await;
+    // A sandbox that fits, then a file that leaves no room for another.
+    let running = h.create_default().await;
+    std::fs::write(data.path().join("filler"), vec![0u8; 90 << 20]).ok();
+    let resp = h.try_create(json!({"templateID": "base"})).await;
+    let status = resp.status().as_u16();
+    let body: serde_json::Value = resp.json().await.unwrap();
+    let (events, _) = run(&h, &running, "echo still").await;
+    h.server.shutdown().await;
+    unmount(data.path());
+    assert_eq!(status, 507, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("MiB free"),
+        "{body}"
+    );
+    assert_eq!(stdout_of(&events), "still\n");
+}
