@@ -361,12 +361,7 @@ impl Registry {
                 teardown(s).await;
             }
         }
-        let pending = self
-            .teardowns
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or_default();
-        for t in pending {
+        for t in self.take_teardowns() {
             let _ = t.task.await;
         }
         self.clean_up();
@@ -381,15 +376,18 @@ impl Registry {
         }
     }
 
+    /// The background teardowns, taken from the list.
+    fn take_teardowns(&self) -> Vec<Teardown> {
+        self.teardowns
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default()
+    }
+
     pub fn shutdown_all_now(&self) {
         // Teardowns still under way would be dropped with the runtime,
         // halfway: finish them here (a killed sandbox's root would stay).
-        let pending = self
-            .teardowns
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or_default();
-        for t in pending {
+        for t in self.take_teardowns() {
             if !t.task.is_finished() {
                 t.task.abort();
                 t.sandbox.runner.stop();
