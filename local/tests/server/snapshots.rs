@@ -130,16 +130,22 @@ async fn snapshot_and_fork_errors_are_clear() {
     h.server.shutdown().await;
 }
 
-#[tokio::test]
-async fn the_budget_refuses_a_snapshot_and_deletes_nothing() {
+/// A server whose snapshots and forks share 16 MiB; `None` where the
+/// server keeps no disk images (no snapshots at all).
+async fn with_a_16_mib_budget() -> Option<Harness> {
     let h = start_with(Options {
         snapshot_budget: 16 << 20,
         ..Default::default()
     })
     .await;
-    if !has_disks(&h) {
+    has_disks(&h).then_some(h)
+}
+
+#[tokio::test]
+async fn the_budget_refuses_a_snapshot_and_deletes_nothing() {
+    let Some(h) = with_a_16_mib_budget().await else {
         return;
-    }
+    };
     let sbx = h.create_default().await;
     sh(&h, &sbx, "echo kept > /home/user/kept").await;
     let first: Value = snapshot(&h, &sbx.id, json!({"name": "first"}))
@@ -188,14 +194,9 @@ async fn the_budget_refuses_a_snapshot_and_deletes_nothing() {
 /// is refused whole, deleting and starting nothing.
 #[tokio::test]
 async fn a_fork_past_the_budget_is_refused_and_deletes_nothing() {
-    let h = start_with(Options {
-        snapshot_budget: 16 << 20,
-        ..Default::default()
-    })
-    .await;
-    if !has_disks(&h) {
+    let Some(h) = with_a_16_mib_budget().await else {
         return;
-    }
+    };
     let source = h.create_default().await;
     sh(&h, &source, "head -c 6M /dev/urandom > /home/user/six").await;
     async fn live(h: &Harness) -> usize {
