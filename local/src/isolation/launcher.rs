@@ -44,6 +44,8 @@ pub struct Isolated {
     pub(super) disks: bool,
     pub(super) internet: Internet,
     pub(super) limits: Limits,
+    /// Whether this server gave its use of the process's cgroups back.
+    pub(super) groups_released: std::sync::atomic::AtomicBool,
 }
 
 /// Why isolation cannot be set up.
@@ -99,7 +101,12 @@ impl Launcher {
             let _ = std::fs::remove_dir_all(data_dir.join(dir));
         }
         if let Launcher::Bwrap(iso) = self {
-            iso.enforcement.remove_own_groups();
+            if !iso
+                .groups_released
+                .swap(true, std::sync::atomic::Ordering::AcqRel)
+            {
+                iso.enforcement.release_groups();
+            }
         }
     }
 

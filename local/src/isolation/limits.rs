@@ -70,12 +70,26 @@ pub enum Enforcement {
 /// The group all sandbox cgroups are made under.
 const GROUP: &str = "e2b-local";
 
+/// How many servers of this process use its groups (`e2b-local/<pid>`):
+/// they are made by the first and removed by the last, never while
+/// another could be making a sandbox's group in them.
+static SERVERS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+
 impl Enforcement {
     /// The strongest mechanism this process may use. Groups live under
     /// `e2b-local/<server pid>/`, so a server sweeps what killed servers
     /// left behind without touching a live one's (a paused sandbox's group
     /// is empty too).
     pub fn detect() -> Self {
+        let mut servers = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+        let enforcement = Self::detect_groups();
+        if enforcement != Enforcement::Rlimits {
+            *servers += 1;
+        }
+        enforcement
+    }
+
+    fn detect_groups() -> Self {
         let root = Path::new("/sys/fs/cgroup");
         let own = std::process::id().to_string();
         let v1 = |c: &str| {
@@ -136,6 +150,13 @@ impl Enforcement {
     /// or a hierarchy mounted for the server), with whichever of the
     /// `memory`, `pids` and `cpu` controllers it has.
     pub fn v2_under(dir: &Path) -> std::io::Result<Self> {
+        let mut servers = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+        let enforcement = Self::v2_groups_under(dir)?;
+        *servers += 1;
+        Ok(enforcement)
+    }
+
+    fn v2_groups_under(dir: &Path) -> std::io::Result<Self> {
         if !is_writable_cgroup(dir) || !dir.join("cgroup.subtree_control").exists() {
             return Err(std::io::Error::other("not a writable cgroup v2 directory"));
         }
@@ -167,10 +188,20 @@ impl Enforcement {
         }
     }
 
-    /// Removes this server process's groups (`e2b-local/<pid>`), which
-    /// only an empty group leaves: another server of the same process
-    /// keeps them while it has sandboxes.
-    pub fn remove_own_groups(&self) {
+    /// One server of this process stops using its groups
+    /// (`e2b-local/<pid>`, shared by every server of the process): the
+    /// last one removes them. Call once per [`Enforcement::detect`] or
+    /// [`Enforcement::v2_under`].
+    pub fn release_groups(&self) {
+        let mut servers = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+        if *self == Enforcement::Rlimits || *servers == 0 {
+            return;
+        }
+        *servers -= 1;
+        if *servers > 0 {
+            // Another server may be making a sandbox's group under them.
+            return;
+        }
         let groups: Vec<&PathBuf> = match self {
             Enforcement::CgroupV1 {
                 memory,

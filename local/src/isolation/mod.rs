@@ -92,6 +92,7 @@ impl Launcher {
             disks: Disk::available(privileged),
             internet: Internet::detect(privileged),
             limits,
+            groups_released: Default::default(),
         };
         let launcher = Launcher::Bwrap(Arc::new(isolated));
         launcher.self_test(data_dir).await?;
