@@ -27,7 +27,13 @@ async def main(wassette: str) -> None:
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            tools = {t.name: t for t in (await session.list_tools()).tools}
+            # wassette loads its components in the background: a list
+            # taken before the load ends is empty (seen once in CI).
+            for _ in range(40):
+                tools = {t.name: t for t in (await session.list_tools()).tools}
+                if tools:
+                    break
+                await anyio.sleep(0.25)
             assert "e2b-run-code" in tools and "e2b-close-sandbox" in tools, sorted(tools)
             assert tools["e2b-run-code"].description.startswith("Run code in"), tools["e2b-run-code"]
             empty = {"sandbox-id": "", "language": "", "timeout-seconds": 0}
