@@ -11,6 +11,9 @@
 //!     and crash soak and the idle scale, written into local/BENCHMARKS.md
 //! ```
 //!
+//! `LOAD_STDERR=1` shows the server's stderr (its logs) instead of
+//! discarding it.
+//!
 //! A round prints what was served and what failed (by error), p50 and p99
 //! of the create and of the first command, and the server's RSS, open
 //! descriptors and threads before, at peak and after. The soak counts what
