@@ -409,22 +409,9 @@ async fn slirp4netns_runs_as_the_sandbox_uid() {
         "{}",
         stderr_of(&events)
     );
-    let me = std::process::id().to_string();
-    let slirp_uids: Vec<u32> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let status = std::fs::read_to_string(e.path().join("status")).ok()?;
-            let field = |key: &str| {
-                status
-                    .lines()
-                    .find_map(|l| l.strip_prefix(key))
-                    .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
-            };
-            (field("Name:")? == "slirp4netns" && field("PPid:")? == me)
-                .then(|| field("Uid:")?.parse().ok())
-                .flatten()
-        })
+    let slirp_uids: Vec<u32> = crate::common::children_named(std::process::id(), &["slirp4netns"])
+        .into_iter()
+        .map(|p| p.uid)
         .collect();
     assert!(!slirp_uids.is_empty(), "no slirp4netns of this server");
     assert!(

@@ -323,3 +323,36 @@ pub fn files_form(files: &[(&str, &[u8])]) -> reqwest::multipart::Form {
             )
         })
 }
+
+/// A host process, as `/proc/<pid>/status` tells it.
+pub struct HostProcess {
+    pub pid: u32,
+    pub name: String,
+    pub uid: u32,
+}
+
+/// The processes named one of `names` whose parent is `parent`.
+pub fn children_named(parent: u32, names: &[&str]) -> Vec<HostProcess> {
+    let parent = parent.to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
+            let field = |key: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .and_then(|v| v.split_whitespace().next())
+                    .map(str::to_string)
+            };
+            let name = field("Name:")?;
+            (names.contains(&name.as_str()) && field("PPid:")? == parent).then_some(())?;
+            Some(HostProcess {
+                pid: entry.file_name().to_str()?.parse().ok()?,
+                uid: field("Uid:")?.parse().ok()?,
+                name,
+            })
+        })
+        .collect()
+}

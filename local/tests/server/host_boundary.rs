@@ -187,30 +187,16 @@ fn leaked_directory(dir: &std::path::Path) -> OwnedFd {
 /// The host processes of this test process's sandboxes (bubblewrap,
 /// slirp4netns) whose descriptors lead to `canary`.
 fn host_holders(canary: &str) -> Vec<String> {
-    let me = std::process::id().to_string();
     let mut holders = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let status = std::fs::read_to_string(entry.path().join("status")).unwrap_or_default();
-        let field = |key: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .map(|v| v.trim().to_string())
-        };
-        let name = field("Name:").unwrap_or_default();
-        if !["bwrap", "slirp4netns"].contains(&name.as_str()) || field("PPid:") != Some(me.clone())
-        {
-            continue;
-        }
-        for fd in std::fs::read_dir(entry.path().join("fd"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
+    let ours = crate::common::children_named(std::process::id(), &["bwrap", "slirp4netns"]);
+    for process in ours {
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", process.pid));
+        for fd in fds.into_iter().flatten().flatten() {
             let target = std::fs::read_link(fd.path()).unwrap_or_default();
             if target.to_string_lossy().contains(canary) {
                 holders.push(format!(
-                    "{name} {}: {}",
+                    "{} {}: {}",
+                    process.name,
                     fd.path().display(),
                     target.display()
                 ));

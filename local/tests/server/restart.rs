@@ -266,22 +266,9 @@ async fn paused_sandboxes_and_snapshots_survive_kill_9() {
 
 /// The slirp4netns processes whose parent is `pid`.
 fn slirps_of(pid: u32) -> Vec<u32> {
-    let parent = pid.to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| {
-            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
-            let field = |key: &str| {
-                status
-                    .lines()
-                    .find_map(|l| l.strip_prefix(key))
-                    .map(|v| v.trim().to_string())
-            };
-            (field("Name:")? == "slirp4netns" && field("PPid:")? == parent)
-                .then(|| entry.file_name().to_str()?.parse().ok())
-                .flatten()
-        })
+    crate::common::children_named(pid, &["slirp4netns"])
+        .into_iter()
+        .map(|p| p.pid)
         .collect()
 }
 
