@@ -271,21 +271,6 @@ pub(crate) fn kind_name(kind: crate::bindings::ErrorKind) -> &'static str {
     }
 }
 
-/// The `snapshot_id` of a `create_snapshot` result, if the call was one
-/// and succeeded.
-pub(crate) fn snapshot_of(tool: &str, result: &serde_json::Value) -> Option<String> {
-    if tool != "create_snapshot" || !crate::results::succeeded(result) {
-        return None;
-    }
-    Some(
-        result
-            .get("snapshot_id")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,17 +327,5 @@ mod tests {
         good.unsubscribe();
         list.publish(&Event::new(EventKind::ExecEnd, 0));
         assert!(got.recv_timeout(Duration::from_millis(200)).is_err());
-    }
-
-    #[test]
-    fn only_a_successful_create_snapshot_is_a_snapshot() {
-        let ok = serde_json::json!({"success": true, "snapshot_id": "snap-1"});
-        assert_eq!(
-            snapshot_of("create_snapshot", &ok).as_deref(),
-            Some("snap-1")
-        );
-        assert_eq!(snapshot_of("run_code", &ok), None);
-        let failed = serde_json::json!({"success": false, "error": "no"});
-        assert_eq!(snapshot_of("create_snapshot", &failed), None);
     }
 }

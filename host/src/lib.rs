@@ -90,6 +90,7 @@ mod proxy;
 mod reaper;
 mod results;
 mod runtime;
+mod sandboxes;
 mod session;
 mod state;
 mod stateless;

@@ -191,8 +191,8 @@ fn build_engine() -> Result<Engine, RuntimeError> {
 }
 
 /// WASI p2 (no preopens, no sockets: see [`SessionState`]), `wasi:http`
-/// through our hooks, and our monotonic clock and `outgoing-handler.handle`
-/// shadowing wasmtime's.
+/// through our hooks, our monotonic clock and `outgoing-handler.handle`
+/// shadowing wasmtime's, and the guest's `events` reports.
 fn build_linker(engine: &Engine) -> wasmtime::Result<Linker<SessionState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -209,5 +209,9 @@ fn build_linker(engine: &Engine) -> wasmtime::Result<Linker<SessionState>> {
         state.hooks.sends()
     })?;
     linker.allow_shadowing(false);
+    crate::bindings::e2b::tools::events::add_to_linker::<_, wasmtime::component::HasSelf<_>>(
+        &mut linker,
+        |state: &mut SessionState| state,
+    )?;
     Ok(linker)
 }

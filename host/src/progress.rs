@@ -1,10 +1,17 @@
 //! The component's progress events (`config.progress`): it writes them to
 //! its stdout, one JSON object a line; this is that stdout, keeping the
 //! latest line in a `watch` channel a host relays from (the MCP server's
-//! `notifications/progress`). Anything that is not an event is dropped.
+//! `notifications/progress`). The stateless world's lifecycle events come
+//! the same way (`{"event": …}` lines) and go to the instance's
+//! [`Tracker`]. Anything else is dropped.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+
+use e2b_wire::lifecycle::Report;
+
+use crate::sandboxes::Tracker;
 
 use tokio::io::AsyncWrite;
 use tokio::sync::watch;
@@ -23,16 +30,19 @@ pub struct Progress {
 /// Bytes of one line kept before it is dropped as not an event.
 const MAX_LINE: usize = 4096;
 
-/// The component's stdout: parses event lines into `sender`.
+/// The component's stdout: parses progress lines into `sender`, event
+/// lines into `tracker`.
 pub(crate) struct ProgressWriter {
     sender: watch::Sender<Progress>,
+    tracker: Arc<Tracker>,
     line: Vec<u8>,
 }
 
 impl ProgressWriter {
-    pub(crate) fn new(sender: watch::Sender<Progress>) -> Self {
+    pub(crate) fn new(sender: watch::Sender<Progress>, tracker: Arc<Tracker>) -> Self {
         Self {
             sender,
+            tracker,
             line: Vec::new(),
         }
     }
@@ -49,6 +59,8 @@ impl ProgressWriter {
                         p.tool = tool;
                         p.line = text;
                     });
+                } else if let Some(report) = Report::from_json_line(&line) {
+                    self.tracker.report(report);
                 }
             }
         }
@@ -91,7 +103,9 @@ mod tests {
     #[test]
     fn event_lines_become_the_latest_progress_and_anything_else_is_dropped() {
         let (tx, rx) = watch::channel(Progress::default());
-        let mut writer = ProgressWriter::new(tx);
+        let events = crate::emitter::Emitter::new(0, Default::default());
+        let tracker = Arc::new(Tracker::new(events));
+        let mut writer = ProgressWriter::new(tx, tracker.clone());
         writer.take(b"not json\n{\"progress\":{\"line\":\"step 1\",\"tool\":\"run_");
         assert_eq!(rx.borrow().count, 0);
         writer.take(b"command\"}}\n{\"other\":1}\n");
@@ -103,5 +117,9 @@ mod tests {
                 line: "step 1".into()
             }
         );
+        // A lifecycle event (the stateless world's) goes to the tracker.
+        writer.take(b"{\"event\":{\"kind\":\"sandbox_started\",\"sandbox_id\":\"sbx\",\"template\":\"t\",\"origin\":\"created\",\"owned\":true,\"source\":null}}\n");
+        assert_eq!(tracker.owned(), ["sbx"]);
+        assert_eq!(rx.borrow().count, 1);
     }
 }

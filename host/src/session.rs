@@ -11,11 +11,11 @@ use crate::outbound::OutboundHooks;
 use crate::policy::{OutboundPolicy, PolicyError};
 use crate::results::{failure_result, succeeded, Outcome};
 use crate::runtime::Runtime;
+use crate::sandboxes::Tracker;
 use crate::state::SessionState;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
 use tracing::Instrument;
 use wasmtime::{Store, StoreLimitsBuilder};
@@ -106,6 +106,9 @@ pub struct Session {
     reaper: Arc<crate::reaper::Reaper>,
     progress: tokio::sync::watch::Receiver<crate::progress::Progress>,
     cancel: Arc<crate::outbound::CallCancel>,
+    /// The sandboxes the guest reported, readable while a call runs.
+    tracker: Arc<Tracker>,
+    spare: Arc<Spare>,
 }
 
 impl std::fmt::Debug for Session {
@@ -120,18 +123,27 @@ impl std::fmt::Debug for Session {
 struct GuestInstance {
     store: Store<SessionState>,
     bindings: E2bTools,
-    /// The sandbox the component reported after the last call.
-    sandbox_id: Option<String>,
-    /// Whether the configuration asked to resume a given sandbox.
-    resume_id: Option<String>,
     /// Set when the instance trapped: the trap.
     dead: Option<WasmError>,
     /// The CPU budget each call starts with.
     fuel_per_call: u64,
     /// Where its events go.
     events: Emitter,
-    /// When the host first saw the current sandbox.
-    sandbox_since: Option<Instant>,
+}
+
+/// How to make another instance like the session's (same component,
+/// environment, allow-list and configuration): what kills its sandboxes
+/// by id while a call still holds its own.
+struct Spare {
+    /// The runtime's, not the runtime: a dropped session's kill must not
+    /// keep its runtime alive (the runtime's drop waits for those kills).
+    pre: crate::bindings::E2bToolsPre<SessionState>,
+    client: crate::outbound::OutboundClient,
+    env: BTreeMap<String, String>,
+    policy: OutboundPolicy,
+    config: SandboxConfig,
+    memory_limit: usize,
+    fuel_per_call: u64,
 }
 
 impl Session {
@@ -149,14 +161,28 @@ impl Session {
             None => policy_for(config, &env)?,
         };
         crate::audit::session_opened(id, &policy);
+        let events = Emitter::new(id, runtime.subscribers().clone());
+        let tracker = Arc::new(Tracker::new(events.clone()));
+        let spare = Arc::new(Spare {
+            pre: runtime.pre().clone(),
+            client: runtime.client().clone(),
+            env: env.clone(),
+            policy: policy.clone(),
+            config: config.clone(),
+            memory_limit: options.memory_limit,
+            fuel_per_call: options.fuel_per_call,
+        });
         let (mut store, progress) = new_store(
             runtime.pre().engine(),
             runtime.client(),
             &env,
             policy,
-            options.memory_limit,
+            StoreLimits {
+                memory: options.memory_limit,
+                fuel_per_call: options.fuel_per_call,
+            },
             options.clock,
-            options.fuel_per_call,
+            tracker.clone(),
         )?;
 
         let bindings = runtime
@@ -172,22 +198,20 @@ impl Session {
             .map_err(SessionError::Configure)?;
 
         let cancel = store.data().cancel.clone();
-        let events = Emitter::new(id, runtime.subscribers().clone());
         Ok(Session {
             id,
             progress,
             cancel,
             events: events.clone(),
             reaper: runtime.reaper().clone(),
+            tracker,
+            spare,
             instance: Mutex::new(Some(GuestInstance {
                 store,
                 bindings,
-                sandbox_id: None,
-                resume_id: config.sandbox_id.clone(),
                 dead: None,
                 fuel_per_call: options.fuel_per_call,
                 events,
-                sandbox_since: None,
             })),
         })
     }
@@ -253,16 +277,43 @@ impl Session {
         inst.settle(result)
     }
 
-    /// The ID of this session's sandbox, if one is open.
-    pub async fn sandbox_id(&self) -> Result<Option<String>, SessionError> {
-        let mut guard = self.lock_alive().await?;
-        let inst = &mut *guard;
-        let result = inst
-            .bindings
-            .e2b_tools_lifecycle()
-            .call_sandbox_id(&mut inst.store)
-            .await;
-        inst.settle(result)
+    /// The ID of this session's sandbox, if one is open: the component
+    /// reports it the moment it has it, so this answers at once, even
+    /// while a call runs (the call that creates it included).
+    pub fn sandbox_id(&self) -> Option<String> {
+        self.tracker.current()
+    }
+
+    /// The sandboxes that are this session's to kill (the one it created
+    /// and its forks, but none it attached to, none left to pause and no
+    /// fork made with `keep`), newest first: known while a call runs.
+    pub fn owned_sandboxes(&self) -> Vec<String> {
+        self.tracker.owned()
+    }
+
+    /// Kills every sandbox this session owns ([`Session::owned_sandboxes`])
+    /// now, even in the middle of a call: what a host does when it is
+    /// told to stop. The running call is cancelled; if it has not given
+    /// the instance back within `grace`, the kills go through a fresh
+    /// instance instead (by id, the component's `kill`). Returns how many
+    /// were killed; a failure is reported as an `error` event. Bounded by
+    /// `grace` plus [`KILL_TIMEOUT`](crate::KILL_TIMEOUT).
+    pub async fn kill_owned(&self, grace: std::time::Duration) -> usize {
+        if self.tracker.owned().is_empty() {
+            return 0;
+        }
+        self.tracker.killing_for("stopped");
+        self.cancel.cancel();
+        let kills = async {
+            match tokio::time::timeout(grace, self.lock_alive()).await {
+                Ok(Ok(mut inst)) => inst.kill_owned(&self.tracker).await,
+                // Busy past the grace, or trapped: another instance.
+                _ => self.spare.kill(&self.tracker).await,
+            }
+        };
+        tokio::time::timeout(grace + crate::KILL_TIMEOUT, kills)
+            .await
+            .unwrap_or(0)
     }
 
     /// Makes the sandbox ready before any tool call (creates or attaches
@@ -280,9 +331,7 @@ impl Session {
             .e2b_tools_lifecycle()
             .call_prepare(&mut inst.store, timeout_seconds)
             .await;
-        let result = inst.settle(result)?;
-        inst.observe_sandbox().await;
-        Ok(result)
+        inst.settle(result)
     }
 
     /// Calls a tool by name with a JSON object of arguments and returns its
@@ -298,14 +347,11 @@ impl Session {
         if let Some(refusal) = refuse_large_arguments(&args_json) {
             return Ok(refusal);
         }
-        // Parsed once: the events read `success` from the same value.
+        // Parsed once: the span reads `success` from the same value.
         self.call_tool(tool, &args_json, |text| {
             let result: serde_json::Value = serde_json::from_str(&text)?;
-            let read = Read {
-                success: succeeded(&result),
-                snapshot: crate::events::snapshot_of(tool, &result),
-            };
-            Ok((result, read))
+            let success = succeeded(&result);
+            Ok((result, success))
         })
         .await
     }
@@ -317,75 +363,53 @@ impl Session {
         if let Some(refusal) = refuse_large_arguments(args_json) {
             return Ok(refusal.to_string());
         }
-        // Only `success` is read here (and a snapshot's id), for the events.
+        // Only `success` is read here, for the span.
         self.call_tool(tool, args_json, |text| {
-            let snapshot = (tool == "create_snapshot")
-                .then(|| serde_json::from_str(&text).ok())
-                .flatten()
-                .and_then(|result| crate::events::snapshot_of(tool, &result));
-            let read = Read {
-                success: Outcome::succeeded(&text),
-                snapshot,
-            };
-            Ok((text, read))
+            let success = Outcome::succeeded(&text);
+            Ok((text, success))
         })
         .await
     }
 
-    /// One `call-tool`: the instance's lock, the events and span around the
-    /// call, and `read` making the caller's value of the result text (and
-    /// saying whether it is a success) in one pass.
+    /// One `call-tool`: the instance's lock, the span around the call (its
+    /// events come from the component as they happen), and `read` making
+    /// the caller's value of the result text (and saying whether it is a
+    /// success) in one pass.
     async fn call_tool<T>(
         &self,
         tool: &str,
         args_json: &str,
-        read: impl FnOnce(String) -> Result<(T, Read), serde_json::Error>,
+        read: impl FnOnce(String) -> Result<(T, bool), serde_json::Error>,
     ) -> Result<T, SessionError> {
         let span = call_span(self.id, tool);
         async {
             let mut guard = self.lock_alive().await?;
             let inst = &mut *guard;
-            let started = inst.call_started(tool);
+            inst.call_started();
             let result = inst
                 .bindings
                 .e2b_tools_catalog()
                 .call_call_tool(&mut inst.store, tool, args_json)
                 .await;
             let read = read(inst.settle(result)?);
-            let outcome = match &read {
-                Ok((_, outcome)) => outcome.clone(),
-                Err(_) => Read::default(),
-            };
-            inst.call_finished(tool, started, outcome.success, None)
-                .await;
-            if let Some(snapshot) = outcome.snapshot {
-                let event = inst.events.event(EventKind::Snapshot).tool(tool);
-                let event = event.sandbox(inst.sandbox_id.as_deref()).detail(snapshot);
-                inst.events.emit(event);
-            }
+            let success = read.as_ref().is_ok_and(|(_, success)| *success);
+            self.record_outcome(success, None);
             Ok(read?.0)
         }
         .instrument(span)
         .await
     }
 
-    /// Tells of a snapshot a typed call took.
-    pub(crate) async fn snapshot_taken(&self, snapshot_id: &str) {
-        let sandbox = self
-            .instance
-            .lock()
-            .await
-            .as_ref()
-            .and_then(|i| i.sandbox_id.clone());
-        let event = self
-            .events
-            .event(EventKind::Snapshot)
-            .tool("create_snapshot");
-        self.events.emit(
-            event
-                .sandbox(sandbox.as_deref())
-                .detail(snapshot_id.to_string()),
-        );
+    /// Records a call's outcome on its span.
+    fn record_outcome(&self, success: bool, error_kind: Option<crate::bindings::ErrorKind>) {
+        let span = tracing::Span::current();
+        span.record("e2b.success", success);
+        if let Some(sandbox) = self.tracker.current() {
+            span.record("e2b.sandbox_id", sandbox.as_str());
+        }
+        if let Some(kind) = error_kind {
+            span.record("e2b.error_kind", crate::events::kind_name(kind));
+        }
     }
 
     /// One typed tool call: the instance's lock, the audit trail around
@@ -402,9 +426,11 @@ impl Session {
         async {
             let mut guard = self.lock_alive().await?;
             let inst = &mut *guard;
-            let started = inst.call_started(tool);
+            inst.call_started();
             let result = call(inst.bindings.e2b_tools_tools(), &mut inst.store).await;
-            inst.tool_result(tool, started, result).await
+            let result = inst.settle(result)?;
+            self.record_outcome(result.is_ok(), result.as_ref().err().map(|e| e.kind));
+            Ok(result)
         }
         .instrument(span)
         .await
@@ -416,7 +442,7 @@ impl Session {
     pub async fn shutdown(&self) -> Result<bool, SessionError> {
         let result = async {
             let mut guard = self.lock_alive().await?;
-            guard.shutdown("shutdown").await
+            guard.shutdown().await
         }
         .await;
         if let Err(err) = &result {
@@ -458,32 +484,22 @@ impl Drop for Session {
         let Some(mut inst) = self.instance.get_mut().take() else {
             return;
         };
-        // Only a sandbox this session made, on a live instance.
-        if inst.dead.is_some() || inst.sandbox_id.is_none() || inst.sandbox_id == inst.resume_id {
+        // Only the sandboxes this session owns.
+        if self.tracker.owned().is_empty() {
             return;
         }
+        self.tracker.killing_for("dropped");
+        let tracker = self.tracker.clone();
+        let spare = self.spare.clone();
         self.reaper.reap(async move {
             let fuel = inst.fuel_per_call;
-            if inst.store.set_fuel(fuel).is_ok() {
-                if let Err(err) = inst.shutdown("dropped").await {
-                    let mut event = inst.events.event(EventKind::Error);
-                    event.error_kind = Some("session".into());
-                    let event = event.sandbox(inst.sandbox_id.as_deref());
-                    inst.events.emit(event.detail(format!(
-                        "killing the sandbox of a dropped session failed: {err}"
-                    )));
-                }
+            if inst.dead.is_none() && inst.store.set_fuel(fuel).is_ok() {
+                inst.kill_owned(&tracker).await;
+            } else {
+                spare.kill(&tracker).await;
             }
         });
     }
-}
-
-/// What a `call-tool` result says, for the events.
-#[derive(Clone, Default)]
-struct Read {
-    success: bool,
-    /// A successful `create_snapshot`'s snapshot id.
-    snapshot: Option<String>,
 }
 
 /// The span of one tool call; its outcome fields are recorded at the end.
@@ -507,114 +523,119 @@ impl GuestInstance {
             let trap = WasmError::new(err);
             let mut event = self.events.event(EventKind::Error);
             event.error_kind = Some("trapped".into());
-            let event = event.sandbox(self.sandbox_id.as_deref());
+            let current = self.store.data().tracker.current();
+            let event = event.sandbox(current.as_deref());
             self.events.emit(event.detail(trap.to_string()));
             self.dead = Some(trap.clone());
             SessionError::Trapped(trap)
         })
     }
 
-    fn call_started(&self, tool: &str) -> Instant {
-        let event = self.events.event(EventKind::ExecStart).tool(tool);
-        self.events.emit(event.sandbox(self.sandbox_id.as_deref()));
+    fn call_started(&self) {
         // A cancellation of an earlier call does not reach this one.
         self.store.data().cancel.begin_call();
-        Instant::now()
     }
 
-    async fn tool_result<T>(
-        &mut self,
-        tool: &str,
-        started: Instant,
-        result: wasmtime::Result<Result<T, ToolError>>,
-    ) -> Result<Result<T, ToolError>, SessionError> {
-        let result = self.settle(result)?;
-        let error_kind = result.as_ref().err().map(|e| e.kind);
-        self.call_finished(tool, started, result.is_ok(), error_kind)
-            .await;
-        Ok(result)
-    }
-
-    /// Tells of the end of a call and any change of sandbox it caused
-    /// (the sandbox first: a call that created one ran in it).
-    async fn call_finished(
-        &mut self,
-        tool: &str,
-        started: Instant,
-        success: bool,
-        error_kind: Option<crate::bindings::ErrorKind>,
-    ) {
-        let took = started.elapsed();
-        self.observe_sandbox().await;
-        let span = tracing::Span::current();
-        span.record("e2b.success", success);
-        if let Some(sandbox) = &self.sandbox_id {
-            span.record("e2b.sandbox_id", sandbox.as_str());
-        }
-        let mut event = self.events.event(EventKind::ExecEnd).tool(tool);
-        event.duration = Some(took);
-        event.success = Some(success);
-        if let Some(kind) = error_kind {
-            let name = crate::events::kind_name(kind);
-            span.record("e2b.error_kind", name);
-            event.error_kind = Some(name.to_string());
-        }
-        self.events.emit(event.sandbox(self.sandbox_id.as_deref()));
-    }
-
-    /// Asks the component for its sandbox and tells of creation,
-    /// resumption or loss.
-    async fn observe_sandbox(&mut self) {
-        let result = self
-            .bindings
-            .e2b_tools_lifecycle()
-            .call_sandbox_id(&mut self.store)
-            .await;
-        let Ok(current) = self.settle(result) else {
-            return;
-        };
-        if current == self.sandbox_id {
-            return;
-        }
-        if self.sandbox_id.is_some() {
-            self.sandbox_stopped("gone", false);
-        }
-        if let Some(new) = &current {
-            let resumed = self.resume_id.as_ref() == Some(new);
-            let event = self.events.event(EventKind::SandboxStart);
-            let event = event.sandbox(Some(new));
-            self.events
-                .emit(event.detail(if resumed { "resumed" } else { "created" }));
-            self.sandbox_since = Some(Instant::now());
-        }
-        self.sandbox_id = current;
-    }
-
-    /// Tells that the sandbox is gone (`killed`: by this session).
-    fn sandbox_stopped(&mut self, reason: &str, killed: bool) {
-        let mut event = self.events.event(EventKind::SandboxStop);
-        event.duration = self.sandbox_since.take().map(|since| since.elapsed());
-        event.success = Some(killed);
-        let event = event.sandbox(self.sandbox_id.as_deref());
-        self.events.emit(event.detail(reason));
-    }
-
-    /// The component's `shutdown`, and its sandbox stop event (`reason`:
-    /// `shutdown` or `dropped`).
-    async fn shutdown(&mut self, reason: &str) -> Result<bool, SessionError> {
+    /// The component's `shutdown` (its stop events come from it).
+    async fn shutdown(&mut self) -> Result<bool, SessionError> {
         let result = self
             .bindings
             .e2b_tools_lifecycle()
             .call_shutdown(&mut self.store)
             .await;
-        let killed = self.settle(result)?.map_err(SessionError::Lifecycle)?;
-        if self.sandbox_id.is_some() {
-            self.sandbox_stopped(reason, killed);
-        }
-        self.sandbox_id = None;
-        self.resume_id = None;
-        Ok(killed)
+        self.settle(result)?.map_err(SessionError::Lifecycle)
     }
+
+    /// Kills the sandboxes `tracker` says are the host's, by id; returns
+    /// how many were killed. Failures are `error` events.
+    async fn kill_owned(&mut self, tracker: &Tracker) -> usize {
+        let mut killed = 0;
+        for id in tracker.owned() {
+            self.call_started();
+            let result = self
+                .bindings
+                .e2b_tools_lifecycle()
+                .call_kill(&mut self.store, &id)
+                .await;
+            match self.settle(result) {
+                Ok(Ok(true)) => killed += 1,
+                Ok(Ok(false)) => {}
+                Ok(Err(err)) => self.kill_failed(&id, &err.message),
+                Err(err) => {
+                    self.kill_failed(&id, &err.to_string());
+                    break;
+                }
+            }
+        }
+        killed
+    }
+
+    fn kill_failed(&self, id: &str, why: &str) {
+        let mut event = self.events.event(EventKind::Error);
+        event.error_kind = Some("session".into());
+        let event = event.sandbox(Some(id));
+        self.events
+            .emit(event.detail(format!("killing sandbox {id} failed: {why}")));
+    }
+}
+
+impl Spare {
+    /// Kills `tracker`'s sandboxes through a fresh instance: the
+    /// session's own is busy with a call, or trapped.
+    async fn kill(&self, tracker: &Arc<Tracker>) -> usize {
+        let events = Emitter::new(0, Default::default());
+        let made = async {
+            let (mut store, _progress) = new_store(
+                self.pre.engine(),
+                &self.client,
+                &self.env,
+                self.policy.clone(),
+                StoreLimits {
+                    memory: self.memory_limit,
+                    fuel_per_call: self.fuel_per_call,
+                },
+                ClockMode::Real,
+                // Its reports are of the session's sandboxes: they go to
+                // the session's tracker (and subscribers).
+                tracker.clone(),
+            )?;
+            let bindings = self
+                .pre
+                .instantiate_async(&mut store)
+                .await
+                .map_err(|err| SessionError::Instantiate(WasmError::new(err)))?;
+            let config = SandboxConfig {
+                sandbox_id: None,
+                ..self.config.clone()
+            };
+            bindings
+                .e2b_tools_lifecycle()
+                .call_configure(&mut store, &config)
+                .await
+                .map_err(|err| SessionError::Trapped(WasmError::new(err)))?
+                .map_err(SessionError::Configure)?;
+            Ok::<_, SessionError>(GuestInstance {
+                store,
+                bindings,
+                dead: None,
+                fuel_per_call: self.fuel_per_call,
+                events: events.clone(),
+            })
+        };
+        match made.await {
+            Ok(mut inst) => inst.kill_owned(tracker).await,
+            Err(err) => {
+                tracing::warn!(target: crate::AUDIT_TARGET, error = %err, "cannot make an instance to kill the session's sandboxes; they end at their timeout");
+                0
+            }
+        }
+    }
+}
+
+/// A store's caps: linear memory, and the CPU budget of each call.
+pub(crate) struct StoreLimits {
+    pub(crate) memory: usize,
+    pub(crate) fuel_per_call: u64,
 }
 
 /// The outbound allow-list a configuration implies: its API and sandbox
@@ -637,17 +658,21 @@ pub(crate) fn policy_for(
 }
 
 /// A store for one component instance: the guest sees `env`, reaches only
-/// what `policy` allows, grows to `memory_limit` and spends at most
-/// `fuel_per_call` per call; its progress events come out of the receiver.
+/// what `policy` allows, stays within `limits`; its progress events come
+/// out of the receiver, its lifecycle reports go to `tracker`.
 pub(crate) fn new_store(
     engine: &wasmtime::Engine,
     client: &crate::outbound::OutboundClient,
     env: &BTreeMap<String, String>,
     policy: OutboundPolicy,
-    memory_limit: usize,
+    limits: StoreLimits,
     clock: ClockMode,
-    fuel_per_call: u64,
+    tracker: Arc<Tracker>,
 ) -> Result<(Store<SessionState>, ProgressReceiver), SessionError> {
+    let StoreLimits {
+        memory: memory_limit,
+        fuel_per_call,
+    } = limits;
     let (progress, progress_rx) = tokio::sync::watch::channel(Default::default());
     let cancel = Arc::new(crate::outbound::CallCancel::default());
     let hooks = OutboundHooks::new(Arc::new(policy), client.clone(), cancel.clone());
@@ -656,7 +681,14 @@ pub(crate) fn new_store(
         .trap_on_grow_failure(true)
         .build();
     let limits = MemoryLimiter::new(limits);
-    let state = SessionState::new(env, hooks, limits, SessionClock::new(clock), progress);
+    let state = SessionState::new(
+        env,
+        hooks,
+        limits,
+        SessionClock::new(clock),
+        progress,
+        tracker,
+    );
     let mut store = Store::new(engine, state);
     store.data_mut().cancel = cancel;
     store.limiter(|state| &mut state.limits);

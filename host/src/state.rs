@@ -18,19 +18,22 @@ pub(crate) struct SessionState {
     pub(crate) clock: SessionClock,
     /// Cancels the instance's current call (shared with its hooks).
     pub(crate) cancel: std::sync::Arc<crate::outbound::CallCancel>,
+    /// What the guest reports of its sandboxes (shared with the session).
+    pub(crate) tracker: std::sync::Arc<crate::sandboxes::Tracker>,
 }
 
 impl SessionState {
     /// A state whose guest sees only `env` as its environment, no
     /// filesystem, no sockets and no stdin; its stderr goes to the host's
     /// stderr so guest panics are visible, its stdout (progress events)
-    /// to `progress`.
+    /// to `progress`, its lifecycle events to `tracker`.
     pub(crate) fn new(
         env: &BTreeMap<String, String>,
         hooks: OutboundHooks,
         limits: MemoryLimiter,
         clock: SessionClock,
         progress: tokio::sync::watch::Sender<crate::progress::Progress>,
+        tracker: std::sync::Arc<crate::sandboxes::Tracker>,
     ) -> Self {
         let mut wasi = WasiCtx::builder();
         for (key, value) in env {
@@ -39,7 +42,7 @@ impl SessionState {
         // The write budget: a few events in flight at most.
         wasi.stdout(wasmtime_wasi::cli::AsyncStdoutStream::new(
             4096,
-            crate::progress::ProgressWriter::new(progress),
+            crate::progress::ProgressWriter::new(progress, tracker.clone()),
         ));
         wasi.inherit_stderr()
             .allow_tcp(false)
@@ -53,7 +56,15 @@ impl SessionState {
             limits,
             clock,
             cancel: Default::default(),
+            tracker,
         }
+    }
+}
+
+/// The embedding world's `events` import: each report, as it comes.
+impl crate::bindings::e2b::tools::events::Host for SessionState {
+    fn report(&mut self, event: crate::bindings::e2b::tools::events::Event) {
+        self.tracker.report(event.into());
     }
 }
 

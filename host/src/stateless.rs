@@ -18,7 +18,10 @@ use crate::events::{EventKind, Subscriber, Subscribers, Subscription};
 use crate::loader::{self, ComponentSource, RuntimeError, RuntimeOptions};
 use crate::outbound::OutboundClient;
 use crate::policy::OutboundPolicy;
-use crate::session::{e2b_env, new_store, policy_for, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT};
+use crate::sandboxes::Tracker;
+use crate::session::{
+    e2b_env, new_store, policy_for, StoreLimits, DEFAULT_FUEL_PER_CALL, DEFAULT_MEMORY_LIMIT,
+};
 use crate::state::SessionState;
 use crate::{ClockMode, SandboxConfig};
 
@@ -249,81 +252,50 @@ impl StatelessRuntime {
             .map_err(SessionError::InvalidArguments)?;
 
         let id = NEXT_CALL_ID.fetch_add(1, Ordering::Relaxed);
-        let env = e2b_env(options.env.clone());
+        let mut env = e2b_env(options.env.clone());
+        // The component reports its lifecycle on stdout, as it happens.
+        env.insert(host_guest::env::EVENTS.to_string(), "stdout".to_string());
         let policy = match &options.policy {
             Some(policy) => policy.clone(),
             None => policy_for(&SandboxConfig::default(), &env)?,
         };
-        // The stateless world reports no progress.
+        let events = Emitter::new(id, self.inner.subscribers.clone());
+        // Every call attaches to the sandbox it names: the caller's, told
+        // of when it was created. The pool's own calls are no one's.
+        let tracker = Tracker::new(events.clone())
+            .without_attached_starts()
+            .without_calls(matches!(caller, Caller::Pool));
         let (mut store, _progress) = new_store(
             self.inner.pre.engine(),
             &self.inner.client,
             &env,
             policy,
-            options.memory_limit,
+            StoreLimits {
+                memory: options.memory_limit,
+                fuel_per_call: options.fuel_per_call,
+            },
             ClockMode::Real,
-            options.fuel_per_call,
+            Arc::new(tracker),
         )?;
-        let events = Emitter::new(id, self.inner.subscribers.clone());
-        let asked = match caller {
-            Caller::Pooled(id) => Some(id.to_string()),
-            _ => lookup(args, SANDBOX_ID)
-                .and_then(Value::as_str)
-                .filter(|id| !id.is_empty())
-                .map(str::to_string),
-        };
-        let told = !matches!(caller, Caller::Pool);
-        if told {
-            events.emit(
-                events
-                    .event(EventKind::ExecStart)
-                    .tool(&name)
-                    .sandbox(asked.as_deref()),
-            );
-        }
-        let started = std::time::Instant::now();
         let result = self.call_instance(&mut store, &name, &params).await;
-        let mut end = events.event(EventKind::ExecEnd).tool(&name);
-        end.duration = Some(started.elapsed());
-        match &result {
-            Ok(value) => {
-                let sandbox = value.get("sandbox_id").and_then(Value::as_str);
-                let sandbox = sandbox.filter(|id| !id.is_empty());
-                end.success = Some(crate::results::succeeded(value));
-                end.error_kind = value
-                    .get("kind")
+        if let Err(err) = &result {
+            let asked = match caller {
+                Caller::Pooled(id) => Some(id.to_string()),
+                _ => lookup(args, SANDBOX_ID)
                     .and_then(Value::as_str)
-                    .map(str::to_string);
-                end = end.sandbox(sandbox.or(asked.as_deref()));
-                // A pooled sandbox was told of when the pool made it.
-                if asked.is_none() && sandbox.is_some() {
-                    let start = events.event(EventKind::SandboxStart).sandbox(sandbox);
-                    events.emit(start.detail("created"));
+                    .filter(|id| !id.is_empty())
+                    .map(str::to_string),
+            };
+            let mut error = events.event(EventKind::Error).sandbox(asked.as_deref());
+            error.error_kind = Some(
+                if matches!(err, SessionError::Trapped(_)) {
+                    "trapped"
+                } else {
+                    "session"
                 }
-                if name == CLOSE_SANDBOX && end.success == Some(true) {
-                    let stop = events.event(EventKind::SandboxStop);
-                    events.emit(
-                        stop.sandbox(sandbox.or(asked.as_deref()))
-                            .detail("shutdown"),
-                    );
-                }
-            }
-            Err(err) => {
-                end.success = Some(false);
-                let mut error = events.event(EventKind::Error).sandbox(asked.as_deref());
-                error.error_kind = Some(
-                    if matches!(err, SessionError::Trapped(_)) {
-                        "trapped"
-                    } else {
-                        "session"
-                    }
-                    .to_string(),
-                );
-                events.emit(error.detail(err.to_string()));
-            }
-        }
-        if told {
-            events.emit(end);
+                .to_string(),
+            );
+            events.emit(error.detail(err.to_string()));
         }
         result
     }

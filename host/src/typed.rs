@@ -116,15 +116,10 @@ impl Session {
         &self,
         name: Option<&str>,
     ) -> Result<Result<Snapshot, ToolError>, SessionError> {
-        let result = self
-            .typed_call("create_snapshot", async |tools, store| {
-                tools.call_create_snapshot(store, name).await
-            })
-            .await;
-        if let Ok(Ok(snapshot)) = &result {
-            self.snapshot_taken(&snapshot.snapshot_id).await;
-        }
-        result
+        self.typed_call("create_snapshot", async |tools, store| {
+            tools.call_create_snapshot(store, name).await
+        })
+        .await
     }
 
     /// Branches the sandbox into new ones, killed with the session unless

@@ -157,6 +157,12 @@ pub struct Settings {
 pub const E2B_LANGUAGES: [&str; 6] = ["python", "javascript", "typescript", "r", "java", "bash"];
 
 impl Settings {
+    /// Whether sandboxes pause at their timeout (and at the end of the
+    /// session) instead of dying.
+    pub fn pauses(&self) -> bool {
+        self.on_timeout == Some(OnTimeout::Pause)
+    }
+
     /// The languages `run_code` can use on this backend.
     pub fn run_code_languages(&self) -> Vec<&str> {
         match &self.languages {

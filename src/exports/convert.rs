@@ -5,6 +5,7 @@
 //! not total, a typed function's output out of the call's [`ToolOutput`],
 //! is [`FromOutput`], with one fallback for all tools.
 
+use super::wit::e2b::tools::events as wit_events;
 use super::wit::exports::e2b::tools::catalog as wit_catalog;
 use super::wit::exports::e2b::tools::lifecycle as wit_lifecycle;
 use super::wit::exports::e2b::tools::tools as wit_tools;
@@ -13,6 +14,7 @@ use crate::config::{ConfigInput, NetworkRules, OnTimeout};
 use crate::errors::{ErrorKind, ToolError};
 use crate::protocol::envd::{EntryKind, ListedEntry};
 use crate::protocol::interpreter::{Execution, RichResult};
+use crate::session::report::{Origin, Report, StopReason};
 use crate::tools::args::{missing, normalize_language};
 use crate::tools::background::script::{ProcessOutput, ProcessState, StoppedProcess};
 use crate::tools::background::start::{BackgroundArgs, BackgroundOutput, Readiness, INVALID_PORT};
@@ -37,6 +39,73 @@ impl From<ErrorKind> for wit_types::ErrorKind {
             ErrorKind::Network => Self::Network,
             ErrorKind::Cancelled => Self::Cancelled,
             ErrorKind::Internal => Self::Internal,
+        }
+    }
+}
+
+impl From<Origin> for wit_events::Origin {
+    fn from(origin: Origin) -> Self {
+        match origin {
+            Origin::Created => Self::Created,
+            Origin::Attached => Self::Attached,
+            Origin::Forked => Self::Forked,
+        }
+    }
+}
+
+impl From<StopReason> for wit_events::StopReason {
+    fn from(reason: StopReason) -> Self {
+        match reason {
+            StopReason::Killed => Self::Killed,
+            StopReason::Released => Self::Released,
+            StopReason::Gone => Self::Gone,
+        }
+    }
+}
+
+impl From<Report> for wit_events::Event {
+    fn from(report: Report) -> Self {
+        match report {
+            Report::SandboxStarted {
+                sandbox_id,
+                template,
+                origin,
+                owned,
+                source,
+            } => Self::SandboxStarted(wit_events::SandboxStarted {
+                sandbox_id,
+                template,
+                origin: origin.into(),
+                owned,
+                source,
+            }),
+            Report::SandboxStopped { sandbox_id, reason } => {
+                Self::SandboxStopped(wit_events::SandboxStopped {
+                    sandbox_id,
+                    reason: reason.into(),
+                })
+            }
+            Report::ExecStarted { tool, sandbox_id } => {
+                Self::ExecStarted(wit_events::ExecStarted { tool, sandbox_id })
+            }
+            Report::ExecEnded {
+                tool,
+                sandbox_id,
+                duration_ms,
+                error_kind,
+            } => Self::ExecEnded(wit_events::ExecEnded {
+                tool,
+                sandbox_id,
+                duration_ms,
+                error_kind,
+            }),
+            Report::SnapshotCreated {
+                sandbox_id,
+                snapshot_id,
+            } => Self::SnapshotCreated(wit_events::SnapshotCreated {
+                sandbox_id,
+                snapshot_id,
+            }),
         }
     }
 }

@@ -21,15 +21,21 @@ struct Component;
 
 export!(Component with_types_in super::wit);
 
+/// The instance's session, its events reported through the `events`
+/// import.
+fn ctx() -> session::Ctx<session::http::Wasi> {
+    session::wasi(|event| super::wit::e2b::tools::events::report(&event.into()))
+}
+
 /// Runs one call of a typed function to completion, as its WIT output.
 fn run<T: FromOutput>(call: ToolCall) -> Result<T, wit_types::ToolError> {
-    let output = wstd::runtime::block_on(tools::execute(&session::wasi(), call))?;
+    let output = wstd::runtime::block_on(tools::execute(&ctx(), call))?;
     T::from_output(output).ok_or_else(|| unexpected().into())
 }
 
 impl wit_lifecycle::Guest for Component {
     fn configure(config: wit_lifecycle::Config) -> Result<(), wit_types::ToolError> {
-        if session::wasi().read(|s| s.sandbox.is_some()) {
+        if ctx().read(|s| s.sandbox.is_some()) {
             return Err(ToolError::invalid(
                 "A sandbox is already open: call shutdown() before configure()",
             )
@@ -37,16 +43,16 @@ impl wit_lifecycle::Guest for Component {
         }
         let input = ConfigInput::from(config);
         let settings = Settings::resolve(input, session::env_var)?;
-        session::wasi().update(|s| *s = session::Session::new(settings));
+        ctx().update(|s| *s = session::Session::new(settings));
         Ok(())
     }
 
     fn sandbox_id() -> Option<String> {
-        session::wasi().read(|s| s.sandbox.as_ref().map(|h| h.id.clone()))
+        ctx().read(|s| s.sandbox.as_ref().map(|h| h.id.clone()))
     }
 
     fn prepare(timeout_seconds: Option<u32>) -> Result<String, wit_types::ToolError> {
-        let ctx = session::wasi();
+        let ctx = ctx();
         let secrets = ctx.secrets();
         wstd::runtime::block_on(ctx.prepare(timeout_seconds)).map_err(|f| {
             let err = ToolError::from_failure("Sandbox unavailable: ", f);
@@ -55,10 +61,20 @@ impl wit_lifecycle::Guest for Component {
     }
 
     fn shutdown() -> Result<bool, wit_types::ToolError> {
-        let ctx = session::wasi();
+        let ctx = ctx();
         let secrets = ctx.secrets();
         wstd::runtime::block_on(ctx.shutdown()).map_err(|f| {
             let err = ToolError::from_failure("Failed to shut down the sandbox: ", f);
+            tools::redact_error(err, &secrets).into()
+        })
+    }
+
+    fn kill(sandbox_id: String) -> Result<bool, wit_types::ToolError> {
+        let id = required(sandbox_id, "sandbox_id")?;
+        let ctx = ctx();
+        let secrets = ctx.secrets();
+        wstd::runtime::block_on(ctx.kill_by_id(&id)).map_err(|f| {
+            let err = ToolError::from_failure("Failed to kill the sandbox: ", f);
             tools::redact_error(err, &secrets).into()
         })
     }
@@ -145,7 +161,7 @@ fn positive_pid(pid: u32) -> Result<u32, ToolError> {
 
 impl wit_catalog::Guest for Component {
     fn list_tools() -> Vec<wit_catalog::ToolSpec> {
-        let enabled = session::wasi().read(|s| s.settings.tools);
+        let enabled = ctx().read(|s| s.settings.tools);
         catalog::enabled(enabled)
             .map(|spec| wit_catalog::ToolSpec {
                 parameters_schema: catalog::parameters_schema(spec, enabled),
@@ -155,13 +171,13 @@ impl wit_catalog::Guest for Component {
     }
 
     fn call_tool(name: String, arguments_json: String) -> String {
-        let (rich, enabled) = session::wasi().read(|s| (s.settings.rich_results, s.settings.tools));
+        let (rich, enabled) = ctx().read(|s| (s.settings.rich_results, s.settings.tools));
         let call = tools::parse_enabled_call(&name, &arguments_json, enabled);
         // The arguments may be tens of megabytes: free them before the call.
         drop(arguments_json);
-        let ctx = session::wasi();
+        let ctx = ctx();
         match call {
-            Err(err) => results::failure_json(&err),
+            Err(err) => results::failure_json(&tools::refused(&ctx, &name, err)),
             Ok(call) => match wstd::runtime::block_on(tools::execute_admitted(&ctx, call)) {
                 Ok(output) => tools::success_json(&output, rich),
                 Err(err) => results::failure_json(&err),
@@ -170,6 +186,6 @@ impl wit_catalog::Guest for Component {
     }
 
     fn instructions() -> String {
-        session::wasi().read(|s| catalog::instructions(&s.settings))
+        ctx().read(|s| catalog::instructions(&s.settings))
     }
 }

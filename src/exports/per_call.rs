@@ -23,6 +23,7 @@ use crate::config::{ConfigInput, OnTimeout, Settings};
 use crate::errors::{ErrorKind, ToolError};
 use crate::output::results;
 use crate::session::platform::Platform;
+use crate::session::report::StopReason;
 use crate::session::retry::Retry;
 use crate::session::{Ctx, Session};
 use crate::tools::{self, ToolCall, ToolOutput};
@@ -145,6 +146,15 @@ impl Closed {
             Closed::Gone => "gone",
         }
     }
+
+    /// As a lifecycle event tells it.
+    fn stop_reason(self) -> StopReason {
+        match self {
+            Closed::Killed => StopReason::Killed,
+            Closed::Paused => StopReason::Released,
+            Closed::Gone => StopReason::Gone,
+        }
+    }
 }
 
 /// Closes sandbox `sandbox_id`: pauses it if its lifecycle pauses at the
@@ -160,7 +170,14 @@ pub async fn close<P: Platform>(
         return failure_json(&err, "");
     }
     let closed = match settings(&env, id) {
-        Ok(settings) => close_with(&ctx(platform, settings.clone()), &settings, id).await,
+        Ok(settings) => {
+            let ctx = ctx(platform, settings.clone());
+            let closed = close_with(&ctx, &settings, id).await;
+            if let Ok(closed) = closed {
+                ctx.stopped(id, closed.stop_reason());
+            }
+            closed
+        }
         Err(err) => Err(err),
     };
     match closed {
@@ -188,7 +205,7 @@ async fn close_with<P: Platform>(
         return Ok(Closed::Gone);
     }
     let pauses = api::parse_pauses_on_timeout(&body)
-        .unwrap_or(settings.on_timeout == Some(OnTimeout::Pause));
+        .unwrap_or(settings.pauses());
     if pauses {
         let req = api::pause_request(settings, id).map_err(fail)?;
         let (status, body) = ctx

@@ -19,11 +19,29 @@ use super::per_call;
 use crate::errors::ToolError;
 use crate::session::env_var;
 use crate::session::http::Wasi;
+use crate::session::report::Report;
 use crate::tools::{self, ToolCall, ToolName};
 
 struct Component;
 
 export!(Component);
+
+/// The platform of a call: events go to stdout when the host asked for
+/// them (`E2B_TOOLS_EVENTS`), else nowhere.
+fn platform() -> Wasi {
+    match env_var(e2b_wire::host_guest::env::EVENTS) {
+        Some(value) if !value.is_empty() => Wasi { report: to_stdout },
+        _ => Wasi { report: |_| {} },
+    }
+}
+
+/// One event as a line of the component's stdout.
+fn to_stdout(event: Report) {
+    use std::io::Write as _;
+    // A host that cannot take it loses the event, never the call.
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", event.json_line()).and_then(|()| out.flush());
+}
 
 /// The documentation of the WIT package, where wassette reads tool
 /// descriptions (a `package-docs` custom section, as `wasm-tools` writes
@@ -61,7 +79,7 @@ impl Object {
 }
 
 fn run(sandbox_id: String, call: Result<ToolCall, ToolError>) -> String {
-    wstd::runtime::block_on(per_call::call(Wasi, env_var, &sandbox_id, call))
+    wstd::runtime::block_on(per_call::call(platform(), env_var, &sandbox_id, call))
 }
 
 impl Guest for Component {
@@ -177,6 +195,6 @@ impl Guest for Component {
     }
 
     fn e2b_close_sandbox(sandbox_id: String) -> String {
-        wstd::runtime::block_on(per_call::close(Wasi, env_var, &sandbox_id))
+        wstd::runtime::block_on(per_call::close(platform(), env_var, &sandbox_id))
     }
 }

@@ -17,6 +17,7 @@ use wasip2::io::streams::{InputStream, StreamError};
 use wstd::io::{AsyncOutputStream, AsyncPollable};
 
 use super::platform::{Platform, Response, ResponseBody, READ_HEADERS};
+use super::report::Report;
 use crate::errors::{ErrorKind, Failure};
 use crate::protocol::request::{split_url, HttpRequest, Method};
 
@@ -26,8 +27,14 @@ const READ_CHUNK: usize = 64 * 1024;
 const EMPTY_READ_BACKOFF: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// The component's platform: the host's `wasi:http` outgoing handler and
-/// `wasi:clocks`.
-pub struct Wasi;
+/// `wasi:clocks`, and how its world reports events (an import of the
+/// embedding world, stdout lines in the stateless one: the exports' choice,
+/// so this layer needs neither's bindings).
+#[derive(Clone, Copy)]
+pub struct Wasi {
+    /// Tells the host of one event.
+    pub report: fn(Report),
+}
 
 impl Platform for Wasi {
     type Body = BodyReader;
@@ -57,6 +64,10 @@ impl Platform for Wasi {
 
     fn random_u64(&self) -> u64 {
         wasip2::random::random::get_random_u64()
+    }
+
+    fn report(&self, event: Report) {
+        (self.report)(event)
     }
 
     fn progress(&self, event: &str) {

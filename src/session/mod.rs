@@ -14,21 +14,24 @@
 pub mod http;
 mod keep_alive;
 pub mod platform;
+pub mod report;
 pub mod retry;
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::rc::Rc;
 
 pub use keep_alive::KeepAlive;
 
-use crate::config::{OnTimeout, Settings};
+use crate::config::Settings;
 use crate::errors::{ErrorKind, Failure};
 use crate::output::redact::Secrets;
 use crate::protocol::api::{self, SandboxHandle};
 use crate::protocol::envd;
 use crate::protocol::request::HttpRequest;
 use platform::{Platform, ResponseBody};
+use report::{Origin, Report, StopReason};
 use retry::{Attempt, Retry};
 
 /// The longest the process `prepare` runs to warm a new sandbox may take.
@@ -45,6 +48,9 @@ pub struct Session {
     pub keep_alive: KeepAlive,
     /// The forks this session made, addressable by id (`sandbox_id`).
     pub forks: Vec<Fork>,
+    /// The sandboxes whose stop was reported (so a dead sandbox that
+    /// stays open, as expiry leaves it, is reported gone once).
+    pub stopped: BTreeSet<String>,
 }
 
 /// A sandbox this session forked from its own.
@@ -67,6 +73,7 @@ impl Session {
             sandbox: None,
             keep_alive,
             forks: Vec::new(),
+            stopped: BTreeSet::new(),
         }
     }
 
@@ -269,6 +276,7 @@ impl<P: Platform> Ctx<P> {
             sandbox,
             keep_alive,
             forks,
+            ..
         } = self.snapshot();
         let own = sandbox.filter(|h| target.is_none_or(|id| id == h.id));
         let open = match (own, target) {
@@ -290,7 +298,8 @@ impl<P: Platform> Ctx<P> {
                         self.refreshed(&handle.id, now);
                     }
                     Err(f) if f.kind == ErrorKind::SandboxExpired => {
-                        return Err(Unavailable::Expired(f))
+                        self.stopped(&handle.id, StopReason::Gone);
+                        return Err(Unavailable::Expired(f));
                     }
                     // A failed refresh is not fatal (as in e2b-adk); the
                     // operation itself reports a dead sandbox.
@@ -339,7 +348,38 @@ impl<P: Platform> Ctx<P> {
                 s.keep_alive.lives_until(end);
             }
         });
+        let (origin, template) = match attach {
+            Some(_) => (Origin::Attached, String::new()),
+            None => (Origin::Created, settings.template.clone()),
+        };
+        self.started(Report::SandboxStarted {
+            sandbox_id: handle.id.clone(),
+            template,
+            origin,
+            // One that pauses at its timeout is left to pause.
+            owned: origin == Origin::Created && !settings.pauses(),
+            source: None,
+        });
         Ok((settings, handle))
+    }
+
+    /// Tells the host a sandbox became this session's (`report` is a
+    /// [`Report::SandboxStarted`]).
+    pub fn started(&self, report: Report) {
+        if let Report::SandboxStarted { sandbox_id, .. } = &report {
+            self.update(|s| s.stopped.remove(sandbox_id));
+        }
+        self.platform.report(report);
+    }
+
+    /// Tells the host sandbox `id` stopped being this session's, once.
+    pub fn stopped(&self, id: &str, reason: StopReason) {
+        if self.update(|s| s.stopped.insert(id.to_string())) {
+            self.platform.report(Report::SandboxStopped {
+                sandbox_id: id.to_string(),
+                reason,
+            });
+        }
     }
 
     /// Records a refresh of sandbox `id` (the session's own or a fork).
@@ -420,7 +460,12 @@ impl<P: Platform> Ctx<P> {
         let settings = session.settings.clone();
         let ttl = ttl.unwrap_or_else(|| settings.ttl_seconds());
         if let Some(handle) = session.sandbox {
-            self.set_timeout(&settings, &handle.id, ttl).await?;
+            if let Err(f) = self.set_timeout(&settings, &handle.id, ttl).await {
+                if f.kind == ErrorKind::SandboxExpired {
+                    self.stopped(&handle.id, StopReason::Gone);
+                }
+                return Err(f);
+            }
             let now = self.platform.now_ns();
             self.update(|s| {
                 s.keep_alive = KeepAlive::new(ttl);
@@ -471,17 +516,23 @@ impl<P: Platform> Ctx<P> {
     /// without its own sandbox.
     pub async fn shutdown(&self) -> Result<bool, Failure> {
         let session = self.snapshot();
-        let pauses = session.settings.on_timeout == Some(OnTimeout::Pause);
-        for fork in session.forks.iter().filter(|f| f.owned && !pauses) {
-            self.kill(&session.settings, &fork.handle.id).await?;
+        let pauses = session.settings.pauses();
+        for fork in &session.forks {
+            let reason = if fork.owned && !pauses {
+                let killed = self.kill(&session.settings, &fork.handle.id).await?;
+                killed_or_gone(killed)
+            } else {
+                StopReason::Released
+            };
             self.update(|s| s.forks.retain(|f| f.handle.id != fork.handle.id));
+            self.stopped(&fork.handle.id, reason);
         }
-        self.update(|s| s.forks.clear());
         let Some(handle) = session.sandbox else {
             return Ok(false);
         };
         if pauses {
             self.update(|s| s.sandbox = None);
+            self.stopped(&handle.id, StopReason::Released);
             return Ok(false);
         }
         let killed = self.kill(&session.settings, &handle.id).await?;
@@ -489,6 +540,23 @@ impl<P: Platform> Ctx<P> {
             s.sandbox = None;
             s.keep_alive = KeepAlive::new(s.settings.ttl_seconds());
         });
+        self.stopped(&handle.id, killed_or_gone(killed));
+        Ok(killed)
+    }
+
+    /// Kills sandbox `id` by its id (the host's reaper: WIT `kill`); one
+    /// of this session's is forgotten and reported stopped.
+    pub async fn kill_by_id(&self, id: &str) -> Result<bool, Failure> {
+        let settings = self.read(|s| s.settings.clone());
+        let killed = self.kill(&settings, id).await?;
+        self.update(|s| {
+            if s.sandbox.as_ref().is_some_and(|h| h.id == id) {
+                s.sandbox = None;
+                s.keep_alive = KeepAlive::new(s.settings.ttl_seconds());
+            }
+            s.forks.retain(|f| f.handle.id != id);
+        });
+        self.stopped(id, killed_or_gone(killed));
         Ok(killed)
     }
 
@@ -500,6 +568,15 @@ impl<P: Platform> Ctx<P> {
             .exchange_retrying(settings, &req, Retry::Idempotent)
             .await?;
         api::parse_kill(status, &body)
+    }
+}
+
+/// A kill's answer as a stop: `false` means E2B no longer knew it.
+fn killed_or_gone(killed: bool) -> StopReason {
+    if killed {
+        StopReason::Killed
+    } else {
+        StopReason::Gone
     }
 }
 
@@ -522,10 +599,11 @@ mod component {
         std::env::var(name).ok()
     }
 
-    /// The instance's session on the host's platform.
-    pub fn wasi() -> Ctx<Wasi> {
+    /// The instance's session on the host's platform, reporting events
+    /// with `report`.
+    pub fn wasi(report: fn(report::Report)) -> Ctx<Wasi> {
         Ctx {
-            platform: Wasi,
+            platform: Wasi { report },
             session: SESSION.with(Rc::clone),
         }
     }
@@ -536,6 +614,9 @@ mod call_tests;
 
 #[cfg(test)]
 mod fork_tests;
+
+#[cfg(test)]
+mod report_tests;
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,7 @@
 //! answers on a virtual clock. Static generics, not trait objects: the
 //! component compiles one copy, as before.
 
+use super::report::Report;
 use crate::errors::{ErrorKind, Failure};
 use crate::protocol::request::HttpRequest;
 
@@ -86,6 +87,9 @@ pub trait Platform {
 
     /// Reports a progress event (one line of JSON) to the host.
     fn progress(&self, event: &str);
+
+    /// Reports a lifecycle event to the host, as it happens.
+    fn report(&self, event: Report);
 }
 
 /// A borrowed platform is one too (a test keeps its fake to inspect it).
@@ -114,6 +118,10 @@ impl<T: Platform> Platform for &T {
 
     fn progress(&self, event: &str) {
         (**self).progress(event)
+    }
+
+    fn report(&self, event: Report) {
+        (**self).report(event)
     }
 }
 
@@ -278,6 +286,8 @@ pub mod fake {
         headers: RefCell<Vec<SentHeaders>>,
         /// Every progress event reported.
         pub progress: RefCell<Vec<String>>,
+        /// Every lifecycle event reported.
+        pub reports: RefCell<Vec<super::Report>>,
     }
 
     impl FakePlatform {
@@ -419,6 +429,10 @@ pub mod fake {
         /// Always 0: the shortest jitter, so waits are exact in tests.
         fn random_u64(&self) -> u64 {
             0
+        }
+
+        fn report(&self, event: super::Report) {
+            self.reports.borrow_mut().push(event);
         }
 
         fn progress(&self, event: &str) {

@@ -13,6 +13,7 @@ use crate::output::redact::Secrets;
 use crate::output::results::OrderedObject;
 use crate::protocol::api::{self, SandboxHandle};
 use crate::session::platform::Platform;
+use crate::session::report::{Origin, Report};
 use crate::session::retry::Retry;
 use crate::session::{Ctx, Fork, KeepAlive};
 
@@ -128,6 +129,13 @@ pub(crate) async fn run<P: Platform>(
                 forks.sandbox_ids.push(handle.id.clone());
                 let mut keep_alive = KeepAlive::new(ttl);
                 keep_alive.refreshed(now);
+                let started = Report::SandboxStarted {
+                    sandbox_id: handle.id.clone(),
+                    template: settings.template.clone(),
+                    origin: Origin::Forked,
+                    owned: !a.keep && !settings.pauses(),
+                    source: Some(sandbox.id.clone()),
+                };
                 ctx.update(|s| {
                     s.forks.push(Fork {
                         handle,
@@ -135,6 +143,7 @@ pub(crate) async fn run<P: Platform>(
                         owned: !a.keep,
                     })
                 });
+                ctx.started(started);
             }
             Err(failure) => forks.errors.push(failure),
         }

@@ -26,6 +26,7 @@ use crate::protocol::api::SandboxHandle;
 use crate::protocol::envd;
 use crate::protocol::interpreter::Execution;
 use crate::session::platform::Platform;
+use crate::session::report::{Report, StopReason};
 use crate::session::{Ctx, Unavailable};
 use args::Encoding;
 use background::script::{ProcessOutput, StoppedProcess};
@@ -368,14 +369,90 @@ pub async fn execute<P: Platform>(ctx: &Ctx<P>, call: ToolCall) -> Result<ToolOu
     let enabled = ctx.session.borrow().settings.tools;
     match enabled.check(call.tool()) {
         Ok(()) => execute_admitted(ctx, Admitted { call, target: None }).await,
-        Err(err) => Err(finish_error(ctx, &call, err)),
+        Err(err) => Err(refused(
+            ctx,
+            call.tool().as_str(),
+            finish_error(ctx, &call, err),
+        )),
     }
 }
 
-/// Runs one admitted call in the sandbox.
+/// A call refused before it reached a sandbox (unknown or disabled tool,
+/// bad arguments): reported as begun and ended, and returned.
+pub fn refused<P: Platform>(ctx: &Ctx<P>, tool: &str, err: ToolError) -> ToolError {
+    Exec::new(ctx, tool).end(ctx, Err(&err));
+    err
+}
+
+/// One call's `exec-started` and `exec-ended` reports.
+struct Exec {
+    tool: String,
+    began_ns: u64,
+    sandbox_id: Option<String>,
+    started: bool,
+}
+
+impl Exec {
+    fn new<P: Platform>(ctx: &Ctx<P>, tool: &str) -> Self {
+        Self {
+            tool: tool.to_string(),
+            began_ns: ctx.platform.now_ns(),
+            sandbox_id: None,
+            started: false,
+        }
+    }
+
+    /// The call has its sandbox: its work begins.
+    fn start<P: Platform>(&mut self, ctx: &Ctx<P>, sandbox_id: &str) {
+        self.sandbox_id = Some(sandbox_id.to_string());
+        self.started = true;
+        ctx.platform.report(Report::ExecStarted {
+            tool: self.tool.clone(),
+            sandbox_id: self.sandbox_id.clone(),
+        });
+    }
+
+    /// The call ended with `result` (a start is reported first if the
+    /// call never got a sandbox), and a snapshot it took.
+    fn end<P: Platform>(&self, ctx: &Ctx<P>, result: Result<&ToolOutput, &ToolError>) {
+        if !self.started {
+            ctx.platform.report(Report::ExecStarted {
+                tool: self.tool.clone(),
+                sandbox_id: None,
+            });
+        }
+        let elapsed = ctx.platform.now_ns().saturating_sub(self.began_ns);
+        ctx.platform.report(Report::ExecEnded {
+            tool: self.tool.clone(),
+            sandbox_id: self.sandbox_id.clone(),
+            duration_ms: elapsed / 1_000_000,
+            error_kind: result.err().map(|e| e.kind.as_str().to_string()),
+        });
+        if let (Ok(ToolOutput::Snapshot(snapshot)), Some(sandbox_id)) = (result, &self.sandbox_id) {
+            ctx.platform.report(Report::SnapshotCreated {
+                sandbox_id: sandbox_id.clone(),
+                snapshot_id: snapshot.snapshot_id.clone(),
+            });
+        }
+    }
+}
+
+/// Runs one admitted call in the sandbox, reported as it begins and ends.
 pub async fn execute_admitted<P: Platform>(
     ctx: &Ctx<P>,
+    admitted: Admitted,
+) -> Result<ToolOutput, ToolError> {
+    let mut exec = Exec::new(ctx, admitted.call.tool().as_str());
+    let result = in_sandbox(ctx, admitted, &mut exec).await;
+    exec.end(ctx, result.as_ref());
+    result
+}
+
+/// [`execute_admitted`]'s work: acquire the sandbox, run, shape the result.
+async fn in_sandbox<P: Platform>(
+    ctx: &Ctx<P>,
     Admitted { mut call, target }: Admitted,
+    exec: &mut Exec,
 ) -> Result<ToolOutput, ToolError> {
     // Typed calls come here unparsed: refuse what would not fit, and a
     // language the backend is known not to have.
@@ -401,6 +478,7 @@ pub async fn execute_admitted<P: Platform>(
             return Err(finish_error(ctx, &call, ToolError::from_failure(prefix, f)))
         }
     };
+    exec.start(ctx, &sandbox.id);
     let bound = request_bounded(&settings, &call);
     let op = run(ctx, &settings, &sandbox, &mut call);
     let result = ctx.with_heartbeat(&settings, &sandbox.id, bound, op).await;
@@ -409,6 +487,9 @@ pub async fn execute_admitted<P: Platform>(
         Ok(out) => Ok(redact_output(out, &secrets)),
         Err((failure, partial)) => {
             let failure = confirm_gone(ctx, &settings, &sandbox, &call, failure).await;
+            if failure.kind == ErrorKind::SandboxExpired {
+                ctx.stopped(&sandbox.id, StopReason::Gone);
+            }
             let err = ToolError::from_failure(prefix, failure).with_partial_output(partial);
             Err(redact_error(echo(&call, err), &secrets))
         }

@@ -134,7 +134,7 @@ async fn expiry_mid_call_and_between_calls_is_reported() {
     let server = server().await;
     let s = session(&server).await;
     ok(call(&s, "run_command", json!({"command": "true"})).await);
-    let id = s.sandbox_id().await.unwrap().unwrap();
+    let id = s.sandbox_id().unwrap();
 
     let faults = server.faults().clone();
     let killer_id = id.clone();

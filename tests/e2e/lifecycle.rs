@@ -24,7 +24,7 @@ async fn sandbox_is_created_lazily_once_and_killed_by_shutdown() {
     let server = server().await;
     let s = session(&server).await;
     assert_eq!(
-        s.sandbox_id().await.unwrap(),
+        s.sandbox_id(),
         None,
         "no sandbox before the first call"
     );
@@ -35,8 +35,6 @@ async fn sandbox_is_created_lazily_once_and_killed_by_shutdown() {
     }
     let id = s
         .sandbox_id()
-        .await
-        .unwrap()
         .expect("a sandbox after a call");
     let stats = server.stats();
     assert_eq!(stats.sandboxes_created, 1, "one sandbox for all calls");
@@ -49,7 +47,7 @@ async fn sandbox_is_created_lazily_once_and_killed_by_shutdown() {
     );
 
     assert!(s.shutdown().await.unwrap());
-    assert_eq!(s.sandbox_id().await.unwrap(), None);
+    assert_eq!(s.sandbox_id(), None);
     assert_eq!(server.stats().live_sandboxes, 0, "{id} is gone");
     assert!(
         !s.shutdown().await.unwrap(),
@@ -62,7 +60,7 @@ async fn heartbeat_keeps_the_sandbox_alive_through_a_long_call() {
     let server = server_scaled(SCALE).await;
     let s = session_with(&server, with_timeout(60), SCALE).await;
     ok(call(&s, "run_command", json!({"command": "true"})).await);
-    let id = s.sandbox_id().await.unwrap().unwrap();
+    let id = s.sandbox_id().unwrap();
 
     // 5 real seconds = 150 s of sandbox time, well past the 60 s timeout.
     let out = s
@@ -82,7 +80,7 @@ async fn heartbeat_keeps_the_sandbox_alive_through_a_long_call() {
     );
     ok(call(&s, "run_command", json!({"command": "true"})).await);
     assert_eq!(
-        s.sandbox_id().await.unwrap().as_deref(),
+        s.sandbox_id().as_deref(),
         Some(id.as_str()),
         "same sandbox"
     );
@@ -183,7 +181,7 @@ async fn attaching_never_shortens_a_longer_timeout() {
     let server = server_scaled(SCALE).await;
     let owner = session_with(&server, with_timeout(3_600), SCALE).await;
     ok(call(&owner, "run_command", json!({"command": "true"})).await);
-    let id = owner.sandbox_id().await.unwrap().unwrap();
+    let id = owner.sandbox_id().unwrap();
     let end_at = |detail: serde_json::Value| {
         humantime::parse_rfc3339_weak(detail["endAt"].as_str().unwrap()).unwrap()
     };
@@ -216,7 +214,7 @@ async fn a_second_session_resumes_the_sandbox_by_id() {
         json!({"path": "shared.txt", "content": "from the first"}),
     )
     .await);
-    let id = first.sandbox_id().await.unwrap().unwrap();
+    let id = first.sandbox_id().unwrap();
 
     let config = SandboxConfig {
         sandbox_id: Some(id.clone()),
@@ -226,7 +224,7 @@ async fn a_second_session_resumes_the_sandbox_by_id() {
     let r = ok(call(&second, "read_file", json!({"path": "shared.txt"})).await);
     assert_eq!(r["content"], "from the first");
     assert_eq!(
-        second.sandbox_id().await.unwrap().as_deref(),
+        second.sandbox_id().as_deref(),
         Some(id.as_str())
     );
     assert_eq!(server.stats().sandboxes_created, 1);
@@ -247,8 +245,6 @@ async fn sandbox_options_reach_the_sandbox() {
     assert_eq!(r["stdout"], "blue\n");
     let id = s
         .sandbox_id()
-        .await
-        .unwrap()
         .expect("a sandbox after a call");
     assert_eq!(
         sandbox_detail(&server, &id).await["metadata"],

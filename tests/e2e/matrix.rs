@@ -194,7 +194,7 @@ async fn create_reset_after_the_sandbox_was_made_is_retried_into_the_same_one() 
 async fn attach_retries_get_info_and_connect() {
     let server = server().await;
     let owner = warm(&server, SandboxConfig::default()).await;
-    let id = owner.sandbox_id().await.unwrap().unwrap();
+    let id = owner.sandbox_id().unwrap();
     let s = session_with(
         &server,
         SandboxConfig {
@@ -453,7 +453,7 @@ async fn sandbox_expiring_during_run_code() {
     let server = server().await;
     let s = warm(&server, SandboxConfig::default()).await;
     ok(call(&s, "run_code", json!({"code": "1"})).await);
-    let id = s.sandbox_id().await.unwrap().unwrap();
+    let id = s.sandbox_id().unwrap();
     let faults = server.faults().clone();
     let killer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -124,7 +124,7 @@ async fn the_key_and_token_never_appear_in_results_logs_or_the_sandbox() {
         json!({"command": "env; cat /proc/self/environ | tr '\\0' '\\n'"}),
     )
     .await));
-    let id = s.sandbox_id().await.unwrap().expect("a sandbox");
+    let id = s.sandbox_id().expect("a sandbox");
     let token = access_token(&server, &id).await;
     let key = server.api_key().to_string();
     assert!(token.len() >= 8 && key.len() >= 8);
@@ -391,8 +391,8 @@ async fn the_local_server_refuses_requests_without_a_valid_key_or_token() {
         json!({"path": "/home/user/b.txt", "content": "from b"}),
     )
     .await);
-    let a_id = a.sandbox_id().await.unwrap().unwrap();
-    let b_id = b.sandbox_id().await.unwrap().unwrap();
+    let a_id = a.sandbox_id().unwrap();
+    let b_id = b.sandbox_id().unwrap();
     let a_token = access_token(&server, &a_id).await;
     let files = |id: &str| {
         vec![
@@ -628,7 +628,7 @@ async fn the_key_and_token_never_appear_in_mcp_messages() {
         .await;
         seen.extend(mcp_until(&mut reader, id).await);
     }
-    let id = session.sandbox_id().await.unwrap().expect("a sandbox");
+    let id = session.sandbox_id().expect("a sandbox");
     let token = access_token(&server, &id).await;
     let all = seen.concat();
     assert!(all.contains("PATH="), "the env call answered: {all}");

@@ -39,8 +39,6 @@ async fn a_failed_kill_keeps_the_sandbox_and_a_second_shutdown_kills_it() {
     ok(call(&s, "run_command", json!({"command": "true"})).await);
     let id = s
         .sandbox_id()
-        .await
-        .unwrap()
         .expect("a sandbox after a call");
     server.faults().inject(FaultRule {
         method: Some(Method::DELETE),
@@ -66,11 +64,11 @@ async fn a_failed_kill_keeps_the_sandbox_and_a_second_shutdown_kills_it() {
     );
     // Not forgotten: the sandbox lives on and the session still holds it.
     assert_eq!(sandbox_detail(&server, &id).await["state"], "running");
-    assert_eq!(s.sandbox_id().await.unwrap().as_deref(), Some(id.as_str()));
+    assert_eq!(s.sandbox_id().as_deref(), Some(id.as_str()));
 
     assert!(s.shutdown().await.unwrap(), "the retry kills it");
     assert_gone(&server, &id).await;
-    assert_eq!(s.sandbox_id().await.unwrap(), None);
+    assert_eq!(s.sandbox_id(), None);
     assert_eq!(server.stats().count("DELETE /sandboxes/{id}"), 2);
     assert!(!s.shutdown().await.unwrap(), "nothing is left to kill");
 }
@@ -100,7 +98,7 @@ async fn shutdown_during_the_creating_call_waits_for_it_and_kills_the_sandbox() 
     assert!(killed, "shutdown killed the sandbox the call created");
     assert_eq!(server.stats().sandboxes_created, 1);
     assert_eq!(server.stats().live_sandboxes, 0, "{:?}", server.stats());
-    assert_eq!(s.sandbox_id().await.unwrap(), None);
+    assert_eq!(s.sandbox_id(), None);
 }
 
 /// Cancels `s`'s running call after `delay`, from outside the call.

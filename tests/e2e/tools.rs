@@ -161,7 +161,7 @@ async fn background_command_readiness_is_probed() {
         .expect("started");
     assert_eq!(started.readiness, Some(Readiness::Ready), "{started:?}");
     assert!(started.pid > 0);
-    let sandbox = s.sandbox_id().await.unwrap().expect("a sandbox");
+    let sandbox = s.sandbox_id().expect("a sandbox");
     assert_eq!(
         started.preview_url.as_deref(),
         Some(format!("https://{port}-{sandbox}.e2b.app").as_str())
@@ -220,7 +220,7 @@ async fn background_command_outlives_the_request_timeout() {
     // however loaded the machine is.
     let warm = session(&server).await;
     ok(call(&warm, "run_command", json!({"command": "true"})).await);
-    let id = warm.sandbox_id().await.unwrap().expect("a sandbox");
+    let id = warm.sandbox_id().expect("a sandbox");
     let config = SandboxConfig {
         request_timeout_ms: Some(1_000),
         sandbox_id: Some(id),

@@ -96,7 +96,7 @@ async fn a_pooled_sessions_first_call_finds_its_sandbox_made_and_the_pool_refill
         first_call < Duration::from_millis(300),
         "the first call waited for a create: {first_call:?}"
     );
-    let id = session.sandbox_id().await.unwrap().expect("a sandbox");
+    let id = session.sandbox_id().expect("a sandbox");
     // Handed out on the configured timeout (300 s), not the pool's.
     let left = time_left(&server, &id).await;
     assert!(
@@ -124,7 +124,7 @@ async fn a_pooled_sessions_first_call_finds_its_sandbox_made_and_the_pool_refill
     );
     // A closed pool opens sessions as without one.
     let late = pool.session().await.unwrap();
-    assert_eq!(late.sandbox_id().await.unwrap(), None);
+    assert_eq!(late.sandbox_id(), None);
     server.shutdown().await;
 }
 
@@ -141,7 +141,7 @@ async fn a_pooled_sandbox_killed_behind_the_pools_back_is_never_handed_out() {
     let r = ok(call(&session, "run_command", json!({"command": "echo alive"})).await);
     assert_eq!(r["stdout"], "alive\n");
     assert_ne!(
-        session.sandbox_id().await.unwrap().as_deref(),
+        session.sandbox_id().as_deref(),
         Some(dead.as_str())
     );
     assert_eq!(pool.stats().discarded, 1, "{:?}", pool.stats());

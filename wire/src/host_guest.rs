@@ -80,4 +80,10 @@ pub mod env {
     /// The `run_code` languages the backend has, comma-separated (the
     /// reference host sets it for its local server; unset: E2B's).
     pub const LANGUAGES: &str = "E2B_TOOLS_LANGUAGES";
+    /// Set (to `stdout`) by a host of the stateless world that reads its
+    /// lifecycle events: the component then writes each, as it happens, to
+    /// its stdout as one line `{"event": {...}}` (the embedding world
+    /// reports through its `events` import instead). Unset, stdout stays
+    /// silent: a marketplace may pass it on to its own stdio.
+    pub const EVENTS: &str = "E2B_TOOLS_EVENTS";
 }

@@ -7,7 +7,8 @@
 //! - [`interpreter`]: the code interpreter's `/execute` request and NDJSON lines.
 //! - [`envd_setup`]: how the local server starts envd inside a sandbox.
 //! - [`host_guest`]: the second contract, between the host and the guest
-//!   component, not E2B's (limits, cancellation, environment variables).
+//!   component, not E2B's (limits, cancellation, environment variables),
+//!   and [`lifecycle`], the events the guest reports.
 //!
 //! Everything here is pure data and parsing; it compiles for
 //! `wasm32-wasip2` and natively.
@@ -20,6 +21,7 @@ pub mod envd_setup;
 pub mod filesystem;
 pub mod host_guest;
 pub mod interpreter;
+pub mod lifecycle;
 pub mod process;
 mod proto_json;
 
