@@ -26,7 +26,7 @@ use crate::session::platform::Platform;
 use crate::session::report::StopReason;
 use crate::session::retry::Retry;
 use crate::session::{Ctx, Session};
-use crate::tools::{self, ToolCall, ToolOutput};
+use crate::tools::{self, ToolCall, ToolName, ToolOutput};
 
 /// Metadata key and value of every sandbox a stateless call creates.
 pub const STATELESS_TAG: (&str, &str) = ("e2b-tools", "stateless");
@@ -87,23 +87,27 @@ fn ctx<P: Platform>(platform: P, settings: Settings) -> Ctx<P> {
 }
 
 /// Runs `call` in sandbox `sandbox_id` ("": a new one) and answers with
-/// e2b-adk's result dict plus `sandbox_id` (and `kind` on failure).
+/// e2b-adk's result dict plus `sandbox_id` (and `kind` on failure); a call
+/// refused while parsing comes with its tool's name, for its events.
 pub async fn call<P: Platform>(
     platform: P,
     env: impl Fn(&str) -> Option<String>,
     sandbox_id: &str,
-    call: Result<ToolCall, ToolError>,
+    call: Result<ToolCall, (ToolName, ToolError)>,
 ) -> String {
     let settings = match settings(&env, sandbox_id) {
         Ok(settings) => settings,
         Err(err) => return failure_json(&err, &attached_id(sandbox_id)),
     };
-    let call = match call {
-        Ok(call) => call,
-        Err(err) => return failure_json(&err, &attached_id(sandbox_id)),
-    };
     let rich = settings.rich_results;
     let ctx = ctx(platform, settings);
+    let call = match call {
+        Ok(call) => call,
+        Err((tool, err)) => {
+            let err = tools::refused(&ctx, tool.as_str(), err);
+            return failure_json(&err, &attached_id(sandbox_id));
+        }
+    };
     let result = tools::execute(&ctx, call).await;
     // The sandbox the call ran in, created by it if none was named.
     let id = ctx
@@ -204,8 +208,7 @@ async fn close_with<P: Platform>(
     if status == 404 {
         return Ok(Closed::Gone);
     }
-    let pauses = api::parse_pauses_on_timeout(&body)
-        .unwrap_or(settings.pauses());
+    let pauses = api::parse_pauses_on_timeout(&body).unwrap_or(settings.pauses());
     if pauses {
         let req = api::pause_request(settings, id).map_err(fail)?;
         let (status, body) = ctx

@@ -73,12 +73,12 @@ impl Object {
         self
     }
 
-    fn parse(self, tool: ToolName) -> Result<ToolCall, ToolError> {
-        tools::parse_object(tool, self.0)
+    fn parse(self, tool: ToolName) -> Result<ToolCall, (ToolName, ToolError)> {
+        tools::parse_object(tool, self.0).map_err(|err| (tool, err))
     }
 }
 
-fn run(sandbox_id: String, call: Result<ToolCall, ToolError>) -> String {
+fn run(sandbox_id: String, call: Result<ToolCall, (ToolName, ToolError)>) -> String {
     wstd::runtime::block_on(per_call::call(platform(), env_var, &sandbox_id, call))
 }
 

@@ -140,10 +140,7 @@ async fn a_pooled_sandbox_killed_behind_the_pools_back_is_never_handed_out() {
     let session = pool.session().await.unwrap();
     let r = ok(call(&session, "run_command", json!({"command": "echo alive"})).await);
     assert_eq!(r["stdout"], "alive\n");
-    assert_ne!(
-        session.sandbox_id().as_deref(),
-        Some(dead.as_str())
-    );
+    assert_ne!(session.sandbox_id().as_deref(), Some(dead.as_str()));
     assert_eq!(pool.stats().discarded, 1, "{:?}", pool.stats());
     session.shutdown().await.unwrap();
     drop(pool);
@@ -264,7 +261,7 @@ async fn a_stateless_call_naming_no_sandbox_runs_in_one_made_ahead_and_the_pool_
         .filter(|(kind, _)| *kind == EventKind::ExecStart)
         .filter_map(|(_, tool)| tool.clone())
         .collect();
-    assert_eq!(tools, ["e2b-run-code", "e2b-run-code", "e2b-read-file"]);
+    assert_eq!(tools, ["run_code", "run_code", "read_file"]);
     let closed = ok(pool
         .call("close_sandbox", &json!({"sandbox_id": id}))
         .await
