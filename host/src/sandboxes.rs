@@ -110,7 +110,11 @@ impl Tracker {
                 let mut known = self.known();
                 known.owned.retain(|id| *id != sandbox_id);
                 let mut duration = None;
-                if known.current.as_ref().is_some_and(|(id, _)| *id == sandbox_id) {
+                if known
+                    .current
+                    .as_ref()
+                    .is_some_and(|(id, _)| *id == sandbox_id)
+                {
                     duration = known.current.take().map(|(_, since)| since.elapsed());
                 }
                 let detail = match reason {

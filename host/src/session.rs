@@ -293,27 +293,30 @@ impl Session {
 
     /// Kills every sandbox this session owns ([`Session::owned_sandboxes`])
     /// now, even in the middle of a call: what a host does when it is
-    /// told to stop. The running call is cancelled; if it has not given
-    /// the instance back within `grace`, the kills go through a fresh
-    /// instance instead (by id, the component's `kill`). Returns how many
-    /// were killed; a failure is reported as an `error` event. Bounded by
-    /// `grace` plus [`KILL_TIMEOUT`](crate::KILL_TIMEOUT).
-    pub async fn kill_owned(&self, grace: std::time::Duration) -> usize {
-        if self.tracker.owned().is_empty() {
-            return 0;
-        }
-        self.tracker.killing_for("stopped");
+    /// told to stop, and at its normal end. The running call is cancelled
+    /// (a sandbox it is creating is still reported, and killed); if it has
+    /// not given the instance back within half of `within`, the kills go
+    /// through a fresh instance instead (by id, the component's `kill`).
+    /// All of it is bounded by `within`. Returns how many were killed; a
+    /// failure is reported as an `error` event.
+    pub async fn kill_owned(&self, within: std::time::Duration) -> usize {
+        let grace = within / 2;
+        // Even with none known yet: the running call may be creating one
+        // (a create runs to its end when cancelled, and reports it).
         self.cancel.cancel();
         let kills = async {
-            match tokio::time::timeout(grace, self.lock_alive()).await {
-                Ok(Ok(mut inst)) => inst.kill_owned(&self.tracker).await,
-                // Busy past the grace, or trapped: another instance.
-                _ => self.spare.kill(&self.tracker).await,
+            let mut killed = 0;
+            if let Ok(Ok(mut inst)) = tokio::time::timeout(grace, self.lock_alive()).await {
+                killed += inst.kill_owned(&self.tracker).await;
             }
+            // Busy past the grace, or trapped (before or during the kills):
+            // another instance, for what is left.
+            if !self.tracker.owned().is_empty() {
+                killed += self.spare.kill(&self.tracker).await;
+            }
+            killed
         };
-        tokio::time::timeout(grace + crate::KILL_TIMEOUT, kills)
-            .await
-            .unwrap_or(0)
+        tokio::time::timeout(within, kills).await.unwrap_or(0)
     }
 
     /// Makes the sandbox ready before any tool call (creates or attaches
@@ -495,7 +498,10 @@ impl Drop for Session {
             let fuel = inst.fuel_per_call;
             if inst.dead.is_none() && inst.store.set_fuel(fuel).is_ok() {
                 inst.kill_owned(&tracker).await;
-            } else {
+            }
+            // A trapped instance (or one whose call was dropped mid-way and
+            // traps now): another instance, for what is left.
+            if !tracker.owned().is_empty() {
                 spare.kill(&tracker).await;
             }
         });

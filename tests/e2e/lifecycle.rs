@@ -23,19 +23,13 @@ fn with_timeout(seconds: u32) -> SandboxConfig {
 async fn sandbox_is_created_lazily_once_and_killed_by_shutdown() {
     let server = server().await;
     let s = session(&server).await;
-    assert_eq!(
-        s.sandbox_id(),
-        None,
-        "no sandbox before the first call"
-    );
+    assert_eq!(s.sandbox_id(), None, "no sandbox before the first call");
     assert_eq!(server.stats().sandboxes_created, 0);
 
     for i in 0..20 {
         ok(call(&s, "run_command", json!({"command": format!("echo {i}")})).await);
     }
-    let id = s
-        .sandbox_id()
-        .expect("a sandbox after a call");
+    let id = s.sandbox_id().expect("a sandbox after a call");
     let stats = server.stats();
     assert_eq!(stats.sandboxes_created, 1, "one sandbox for all calls");
     // e2b-adk sends 2 keep-alive requests per call (40 here); with a 300 s
@@ -79,11 +73,7 @@ async fn heartbeat_keeps_the_sandbox_alive_through_a_long_call() {
         "heartbeats were sent during the call"
     );
     ok(call(&s, "run_command", json!({"command": "true"})).await);
-    assert_eq!(
-        s.sandbox_id().as_deref(),
-        Some(id.as_str()),
-        "same sandbox"
-    );
+    assert_eq!(s.sandbox_id().as_deref(), Some(id.as_str()), "same sandbox");
     s.shutdown().await.unwrap();
 }
 
@@ -223,10 +213,7 @@ async fn a_second_session_resumes_the_sandbox_by_id() {
     let second = session_with(&server, config, 1.0).await;
     let r = ok(call(&second, "read_file", json!({"path": "shared.txt"})).await);
     assert_eq!(r["content"], "from the first");
-    assert_eq!(
-        second.sandbox_id().as_deref(),
-        Some(id.as_str())
-    );
+    assert_eq!(second.sandbox_id().as_deref(), Some(id.as_str()));
     assert_eq!(server.stats().sandboxes_created, 1);
     second.shutdown().await.unwrap();
     assert_eq!(server.stats().live_sandboxes, 0);
@@ -243,9 +230,7 @@ async fn sandbox_options_reach_the_sandbox() {
     let s = session_with(&server, config, 1.0).await;
     let r = ok(call(&s, "run_command", json!({"command": "echo $TEAM"})).await);
     assert_eq!(r["stdout"], "blue\n");
-    let id = s
-        .sandbox_id()
-        .expect("a sandbox after a call");
+    let id = s.sandbox_id().expect("a sandbox after a call");
     assert_eq!(
         sandbox_detail(&server, &id).await["metadata"],
         json!({"purpose": "e2e"}),

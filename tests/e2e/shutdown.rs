@@ -37,9 +37,7 @@ async fn a_failed_kill_keeps_the_sandbox_and_a_second_shutdown_kills_it() {
     let server = server().await;
     let s = session(&server).await;
     ok(call(&s, "run_command", json!({"command": "true"})).await);
-    let id = s
-        .sandbox_id()
-        .expect("a sandbox after a call");
+    let id = s.sandbox_id().expect("a sandbox after a call");
     server.faults().inject(FaultRule {
         method: Some(Method::DELETE),
         path_prefix: format!("/sandboxes/{id}"),
