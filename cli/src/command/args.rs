@@ -188,8 +188,14 @@ pub(crate) struct GlobalArgs {
     #[arg(long, global = true, value_name = "TOOL,…", value_delimiter = ',')]
     pub(crate) tools: Vec<String>,
     /// Attach to (and resume) this existing sandbox instead of creating one.
+    /// It is left running at the end (the next command can attach again)
+    /// unless --kill-on-exit; a sandbox the command created is always
+    /// killed at its end, and on SIGINT or SIGTERM.
     #[arg(long, global = true, value_name = "ID")]
     pub(crate) sandbox_id: Option<String>,
+    /// Kill the sandbox attached to with --sandbox-id at the end too.
+    #[arg(long, global = true)]
+    pub(crate) kill_on_exit: bool,
     /// E2B domain. Default: $E2B_DOMAIN, then e2b.app. Needs the e2b backend.
     #[arg(long, global = true, value_parser = parse_non_empty)]
     pub(crate) domain: Option<String>,

@@ -4,6 +4,7 @@ pub(crate) mod args;
 pub(crate) mod logging;
 mod render;
 mod rich_files;
+mod signals;
 mod spinner;
 
 use args::{BackendArg, CallArgs, Cli, Command, GlobalArgs, LocalCommand, McpArgs, OnTimeoutArg};
@@ -51,8 +52,22 @@ impl CliFailure {
     }
 }
 
-/// Runs the parsed command line and returns the process's exit status.
+/// Runs the parsed command line and returns the process's exit status
+/// (or, stopped by a signal, ends the process by it once cleaned up).
 pub(crate) async fn run(cli: Cli) -> ExitCode {
+    // The commands that make sandboxes catch the stop signals from the
+    // start (SIGHUP too on stdio, where it means the client went away).
+    let hangup = match &cli.command {
+        Command::Call(_) | Command::Batch => Some(false),
+        Command::Mcp(args) => Some(args.http.is_none()),
+        Command::Tools | Command::Local { .. } => None,
+    };
+    if let Some(hangup) = hangup {
+        if let Err(err) = signals::listen(hangup) {
+            eprintln!("e2b-tools: cannot catch stop signals: {err}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    }
     let result = match cli.command {
         Command::Tools => tools(&cli.global).await,
         Command::Call(call_args) => call(&cli.global, call_args).await,
@@ -65,6 +80,8 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
             command: LocalCommand::Serve { port, state_dir },
         } => local_serve(&cli.global, port, state_dir).await,
     };
+    // Everything is cleaned up by now (sessions, backend, runtime).
+    signals::end_if_stopped();
     match result {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
@@ -118,9 +135,9 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, CliFailure
         let session = open_session(&runtime, global, env).await?;
         let result = {
             let _spinner = spinner::Spinner::start(format!("{} running", call_args.tool));
-            cancellable(&session, session.call_json(&call_args.tool, &args)).await
+            until_stopped(&session, session.call_json(&call_args.tool, &args)).await
         };
-        shutdown_session(&session).await;
+        finish_session(&session, global).await;
         let result = result?.map_err(CliFailure::host)?;
         // The component checks the name (before any sandbox exists); its
         // refusal of one it does not offer is a usage error here.
@@ -216,8 +233,8 @@ async fn batch(global: &GlobalArgs) -> Result<u8, CliFailure> {
             None => open_session_with(&runtime, options).await?,
         };
         let files = RichFiles::new(global.output_dir.clone());
-        let result = cancellable(&session, run_batch_lines(&session, files)).await;
-        shutdown_session(&session).await;
+        let result = until_stopped(&session, run_batch_lines(&session, files)).await;
+        finish_session(&session, global).await;
         if let Some(pool) = pool {
             pool.close().await;
         }
@@ -327,25 +344,16 @@ async fn mcp_http(
                 _ => CliFailure::host(err),
             })?;
         eprintln!("e2b-tools: MCP over HTTP at {}", server.url());
-        server.serve(stop_signal()).await.map_err(CliFailure::host)
+        server
+            .serve(async {
+                signals::stopped().await;
+            })
+            .await
+            .map_err(CliFailure::host)
     }
     .await;
     backend.shutdown().await;
     outcome.map(|()| 0)
-}
-
-/// Ctrl-C or SIGTERM.
-async fn stop_signal() {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async {
-            match term.as_mut() {
-                Some(term) => { term.recv().await; }
-                None => std::future::pending::<()>().await,
-            }
-        } => {}
-    }
 }
 
 /// `mcp`: an MCP server on stdio, one session for the connection.
@@ -359,7 +367,11 @@ async fn mcp(global: &GlobalArgs) -> Result<u8, CliFailure> {
         let Some(size) = global.warm_pool else {
             let session = open_session_with(&runtime, options).await?;
             let server = McpServer::new(session).await.map_err(CliFailure::host)?;
-            return server.serve_stdio().await.map_err(CliFailure::host);
+            return server
+                .kill_attached_on_exit(global.kill_on_exit)
+                .serve_stdio_until(stopped_quietly())
+                .await
+                .map_err(CliFailure::host);
         };
         // The catalog from a probe; the connection's session, on its first
         // call, from the pool, whose sandbox is made meanwhile.
@@ -375,7 +387,10 @@ async fn mcp(global: &GlobalArgs) -> Result<u8, CliFailure> {
                 Box::pin(async move { pool.session().await })
             })
         };
-        let served = McpServer::opened_by(catalog, opener).serve_stdio().await;
+        let served = McpServer::opened_by(catalog, opener)
+            .kill_attached_on_exit(global.kill_on_exit)
+            .serve_stdio_until(stopped_quietly())
+            .await;
         pool.close().await;
         served.map_err(CliFailure::host)
     }
@@ -580,52 +595,73 @@ fn sandbox_config(global: &GlobalArgs) -> SandboxConfig {
     }
 }
 
-/// Kills the session's sandbox, reporting (not failing on) errors.
-async fn shutdown_session(session: &Session) {
-    if let Err(err) = session.shutdown().await {
-        eprintln!("e2b-tools: could not shut the sandbox down: {err}");
+/// The end of a command's session: it kills the sandboxes the session
+/// owns (created, or forked), and leaves one it attached to
+/// (`--sandbox-id`) as it found it, unless `--kill-on-exit`. Errors are
+/// reported, not fatal.
+async fn finish_session(session: &Session, global: &GlobalArgs) {
+    if global.kill_on_exit {
+        if let Err(err) = session.shutdown().await {
+            eprintln!("e2b-tools: could not shut the sandbox down: {err}");
+        }
     }
+    session.kill_owned(STOP_GRACE).await;
 }
 
-/// Runs `work` unless Ctrl-C comes first (then the caller still shuts the
-/// sandbox down).
-/// Runs `work` (calls on `session`); Ctrl-C cancels the call running then,
-/// which stops its work in the sandbox, waits for it to return (promptly),
-/// and fails with status 130. The session stays usable, so the caller can
-/// still shut its sandbox down.
-async fn cancellable<T>(
+/// Runs `work` (calls on `session`) unless a stop signal comes first:
+/// then the call running is cancelled and every sandbox the session owns
+/// is killed (the call that is creating one included), within
+/// [`STOP_GRACE`], and the command fails; the process then ends by the
+/// signal.
+async fn until_stopped<T>(
     session: &Session,
     work: impl std::future::Future<Output = T>,
 ) -> Result<T, CliFailure> {
     tokio::pin!(work);
     tokio::select! {
         result = &mut work => Ok(result),
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("e2b-tools: interrupted; stopping the call");
+        stop = signals::stopped() => {
+            eprintln!("e2b-tools: {}: stopping the call and killing its sandboxes", stop.name());
             INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-            session.cancel_current_call();
-            let _ = tokio::time::timeout(CANCEL_WAIT, work).await;
-            Err(CliFailure {
-                code: 130,
-                message: "interrupted".into(),
-            })
+            // The work goes on being polled, so the cancelled call can
+            // return and hand the instance to the kills.
+            let bounded = tokio::time::timeout(STOP_GRACE, &mut work);
+            let _ = tokio::join!(bounded, session.kill_owned(STOP_GRACE));
+            Err(stopped_failure(stop))
         }
     }
 }
 
-/// Set by Ctrl-C: a batch starts no further call.
+/// A stop signal, for an MCP server: it stops serving and cleans up.
+async fn stopped_quietly() {
+    let stop = signals::stopped().await;
+    eprintln!(
+        "e2b-tools: {}: stopping the server and killing its sandboxes",
+        stop.name()
+    );
+}
+
+/// The failure a stop signal makes of a command (the process ends by the
+/// signal anyway; the status is what a shell would show).
+fn stopped_failure(stop: signals::Stop) -> CliFailure {
+    CliFailure {
+        code: stop.status(),
+        message: format!("stopped by {}", stop.name()),
+    }
+}
+
+/// Set by a stop signal: a batch starts no further call.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// How long an interrupted command waits for the cancelled call.
-const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a stopped command may take to kill its sandboxes (half of it
+/// waiting for the cancelled call to hand its instance back), so the
+/// process ends within 5 s of the signal.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(4);
 
 async fn interruptible<T>(work: impl std::future::Future<Output = T>) -> Result<T, CliFailure> {
     tokio::select! {
         result = work => Ok(result),
-        _ = tokio::signal::ctrl_c() => Err(CliFailure {
-            code: 130,
-            message: "interrupted".into(),
-        }),
+        stop = signals::stopped() => Err(stopped_failure(stop)),
     }
 }
 

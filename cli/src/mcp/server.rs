@@ -21,7 +21,13 @@ pub struct McpServer {
     pub(super) session: Arc<SessionSlot>,
     catalog: Catalog,
     stateless: Option<StatelessTools>,
+    /// Whether the end of the connection kills a sandbox the session
+    /// attached to, not only the ones it made.
+    pub(super) kill_attached: bool,
 }
+
+/// How long the end of an HTTP connection may take to kill its sandboxes.
+const KILL_WITHIN: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// Opens a connection's session when its first tool call comes.
 pub type SessionOpener = Arc<
@@ -33,8 +39,8 @@ pub type SessionOpener = Arc<
 
 /// A connection's session: open from the start (stdio), or opened by its
 /// first tool call (HTTP, where most connections may never call one). When
-/// the last handle goes, an opened session's sandbox is shut down on
-/// `cleanup`.
+/// the last handle goes, an opened session's sandboxes are killed on
+/// `cleanup` (a call still running is cancelled first).
 pub(crate) struct SessionSlot {
     pub(super) cell: tokio::sync::OnceCell<Arc<Session>>,
     opener: Option<SessionOpener>,
@@ -65,7 +71,7 @@ impl Drop for SessionSlot {
         };
         tracker.spawn(async move {
             // A failure is an error event in the library's audit trail.
-            let _ = session.shutdown().await;
+            session.kill_owned(KILL_WITHIN).await;
         });
     }
 }
@@ -85,6 +91,7 @@ impl McpServer {
             session: Arc::new(slot),
             catalog,
             stateless: None,
+            kill_attached: false,
         })
     }
 
@@ -102,6 +109,7 @@ impl McpServer {
             session: Arc::new(slot),
             catalog,
             stateless: None,
+            kill_attached: false,
         }
     }
 
@@ -126,7 +134,16 @@ impl McpServer {
             session: Arc::new(slot),
             catalog,
             stateless: Some(stateless),
+            kill_attached: false,
         }
+    }
+
+    /// With `yes`, the end of the connection also kills the sandbox the
+    /// session attached to (`config.sandbox_id`); by default only the ones
+    /// it made are killed.
+    pub fn kill_attached_on_exit(mut self, yes: bool) -> Self {
+        self.kill_attached = yes;
+        self
     }
 
     /// The stateless tools, when `context` is a request of the stateless

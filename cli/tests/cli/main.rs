@@ -12,4 +12,5 @@ mod flags;
 mod mcp;
 mod production;
 mod session;
+mod signals;
 mod stateless;

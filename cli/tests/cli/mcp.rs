@@ -3,6 +3,7 @@
 //! Needs `E2B_TOOLS_PYTHON`: a Python with `mcp` and `jsonschema` installed
 //! (the test fails without either rather than passing silently).
 
+use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
 use crate::binary::run;
@@ -62,8 +63,13 @@ fn the_official_python_client_over_streamable_http() {
         .status();
     let _ = local.wait();
     assert_eq!(sessions.status, 0, "{sessions:?}");
-    assert!(status.success(), "{status:?}");
+    ended_by_sigterm(status);
     assert_eq!(after.status, 0, "{after:?}");
+}
+
+/// The server cleaned up, then ended by SIGTERM, as a shell expects.
+fn ended_by_sigterm(status: std::process::ExitStatus) {
+    assert_eq!(status.signal(), Some(15), "{status:?}");
 }
 
 /// One `phase` of `mcp_http_client.py` (the official Python client)
@@ -89,7 +95,7 @@ fn http_client(
 
 /// `e2b-tools local serve` on a free port, keeping its state in `state`;
 /// the child and the `E2B_*` variables it printed.
-fn local_serve(
+pub(crate) fn local_serve(
     state: &std::path::Path,
 ) -> (
     std::process::Child,
@@ -122,7 +128,7 @@ fn local_serve(
 
 /// Starts `e2b-tools ARGS` (an `mcp --http` server) with token
 /// `test-token`, and reads its URL from stderr.
-fn http_server(
+pub(crate) fn http_server(
     args: &[&str],
     env: &std::collections::BTreeMap<String, String>,
 ) -> (std::process::Child, String) {
@@ -173,7 +179,7 @@ fn the_official_typescript_client_over_streamable_http() {
     let status = server.wait().unwrap();
     assert_eq!(out.status, 0, "{out:?}");
     assert!(out.stdout.contains("OK"), "{out:?}");
-    assert!(status.success(), "{status:?}");
+    ended_by_sigterm(status);
 }
 
 /// The session cap of `mcp --http` holds however many `initialize`s arrive
@@ -250,7 +256,7 @@ fn concurrent_initializes_never_exceed_the_session_cap() {
 
 /// A child server, sent SIGTERM (and waited for) when dropped, also when
 /// the test fails.
-struct Stop(std::process::Child);
+pub(crate) struct Stop(pub(crate) std::process::Child);
 
 impl Drop for Stop {
     fn drop(&mut self) {
@@ -264,10 +270,10 @@ impl Drop for Stop {
 /// What the server answered to one request: the status, the session it
 /// made, and the text read (headers, and the body of a refusal).
 #[derive(Debug)]
-struct Answer {
-    status: u16,
-    session: Option<String>,
-    text: String,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) session: Option<String>,
+    pub(crate) text: String,
 }
 
 /// One raw POST of `body` to `addr` without a session, as a whole.
@@ -279,7 +285,7 @@ fn post(addr: &str, body: &str) -> Answer {
 /// `barrier`, the body follows the headers once every client has sent its
 /// headers and the server has had time to look at them; a request refused
 /// by then is not sent its body.
-fn initialize(addr: &str, barrier: Option<&std::sync::Barrier>) -> Answer {
+pub(crate) fn initialize(addr: &str, barrier: Option<&std::sync::Barrier>) -> Answer {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
     send_post(addr, body, barrier)
 }
@@ -396,7 +402,9 @@ fn a_warm_pool_fills_ahead_and_leaves_nothing_at_sigterm_or_sigint() {
             .args([signal, &server.id().to_string()])
             .status();
         let status = server.wait().unwrap();
-        assert!(status.success(), "{signal}: {status:?}");
+        // It cleaned up, then ended by the signal (as a shell expects).
+        let number = if signal == "-TERM" { 15 } else { 2 };
+        assert_eq!(status.signal(), Some(number), "{signal}: {status:?}");
         assert_eq!(live(), 0, "{signal}: the pooled sandboxes are killed");
     }
     // batch: the sandbox made ahead serves the lines; none is left after.
@@ -467,7 +475,7 @@ fn a_stateless_clients_call_takes_a_sandbox_made_ahead_and_sigterm_leaves_none()
         .status();
     let status = server.wait().unwrap();
     assert_eq!(pooled.status, 0, "{pooled:?}");
-    assert!(status.success(), "{status:?}");
+    ended_by_sigterm(status);
     assert_eq!(
         live_sandboxes(&env["E2B_API_URL"], &env["E2B_API_KEY"]),
         0,
@@ -476,7 +484,7 @@ fn a_stateless_clients_call_takes_a_sandbox_made_ahead_and_sigterm_leaves_none()
 }
 
 /// How many sandboxes the local server at `api_url` runs.
-fn live_sandboxes(api_url: &str, key: &str) -> usize {
+pub(crate) fn live_sandboxes(api_url: &str, key: &str) -> usize {
     use std::io::{Read, Write};
     let addr = api_url.trim_start_matches("http://");
     let mut tcp = std::net::TcpStream::connect(addr).expect("connect");
