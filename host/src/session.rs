@@ -277,9 +277,10 @@ impl Session {
         inst.settle(result)
     }
 
-    /// The ID of this session's sandbox, if one is open: the component
-    /// reports it the moment it has it, so this answers at once, even
-    /// while a call runs (the call that creates it included).
+    /// The ID of this session's sandbox, if one is open (one found gone is
+    /// not): the component reports it the moment it has it, so this
+    /// answers at once, even while a call runs (the call that creates it
+    /// included).
     pub fn sandbox_id(&self) -> Option<String> {
         self.tracker.current()
     }

@@ -315,3 +315,59 @@ async fn every_call_runs_in_an_execute_tool_span_and_the_audit_trail_follows_the
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandbox_killed_behind_the_sessions_back_is_reported_gone_once() {
+    let server = server().await;
+    let s = session(&server).await;
+    ok(call(&s, "run_command", json!({"command": "true"})).await);
+    let sandbox = s.sandbox_id().unwrap();
+    let (seen, events) = collector();
+    let _mine = s.subscribe(seen).unwrap();
+    server.faults().expire_now(&sandbox);
+    // Found out by the next call, and by every later one; told once.
+    for _ in 0..2 {
+        let result = call(&s, "run_command", json!({"command": "true"})).await;
+        assert_eq!(result["success"], false, "{result}");
+    }
+    let got: Vec<Event> =
+        std::iter::from_fn(|| events.recv_timeout(Duration::from_secs(2)).ok()).collect();
+    let stops: Vec<&Event> = got
+        .iter()
+        .filter(|e| e.kind == EventKind::SandboxStop)
+        .collect();
+    assert_eq!(stops.len(), 1, "{got:?}");
+    assert_eq!(
+        (stops[0].detail.as_deref(), stops[0].success),
+        (Some("gone"), Some(false))
+    );
+    assert_eq!(stops[0].sandbox_id.as_deref(), Some(sandbox.as_str()));
+    // It is no longer the session's, nor its to kill; its calls keep
+    // failing (never a new sandbox behind the caller's back).
+    assert!(s.owned_sandboxes().is_empty());
+    assert_eq!(s.sandbox_id(), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_sandbox_is_reported_when_the_pool_makes_it() {
+    let server = server().await;
+    let own = Runtime::load(ComponentSource::Embedded).unwrap();
+    let (seen, events) = collector();
+    let _all = own.subscribe(seen).unwrap();
+    let options = SessionOptions {
+        env: env_for(&server),
+        ..SessionOptions::default()
+    };
+    let pool = e2b_tools_host::WarmPool::start(&own, options, 1).unwrap();
+    // Before anyone asks for a session, the pool's sandbox is told of.
+    let start = std::iter::from_fn(|| events.recv_timeout(Duration::from_secs(30)).ok())
+        .find(|e| e.kind == EventKind::SandboxStart)
+        .expect("the pooled sandbox's start");
+    assert_eq!(start.detail.as_deref(), Some("created"));
+    let s = pool.session().await.unwrap();
+    assert_eq!(s.sandbox_id(), start.sandbox_id, "the one handed out");
+    assert_eq!(s.owned_sandboxes(), [start.sandbox_id.clone().unwrap()]);
+    s.shutdown().await.unwrap();
+    pool.close().await;
+    assert_eq!(until_no_sandbox(&server, 10).await, 0);
+}
