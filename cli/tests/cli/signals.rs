@@ -329,3 +329,38 @@ fn a_sandbox_attached_to_is_left_running_unless_kill_on_exit() {
     assert_eq!(out.status, 0, "{out:?}");
     wait_live(&env, 0, Duration::from_secs(10), "--kill-on-exit");
 }
+
+#[test]
+fn stopped_twice_during_its_start_or_while_its_pool_fills_it_still_leaves_nothing() {
+    let state = tempfile::tempdir().unwrap();
+    let (local, env) = local_serve(state.path());
+    let _local = Stop(local);
+    let term = Stopping::Signal(libc_signal::TERM);
+
+    // Twice: the second signal, during the cleanup, changes nothing.
+    let mut call = front_end(&["call", "run_command", SLEEP], &env);
+    long_call_running(&env, "twice");
+    let _ = Command::new("kill")
+        .args(["-TERM", &call.id().to_string()])
+        .status();
+    std::thread::sleep(Duration::from_millis(50));
+    let status = stop(&mut call, term);
+    ended_and_left_nothing(status, term, &env, "twice");
+
+    // During its start: the call never begins.
+    for delay in [0, 150] {
+        let what = format!("{delay} ms into its start");
+        let mut call = front_end(&["call", "run_command", SLEEP], &env);
+        std::thread::sleep(Duration::from_millis(delay));
+        let status = stop(&mut call, term);
+        ended_and_left_nothing(status, term, &env, &what);
+    }
+
+    // While its warm pool fills.
+    let (mut server, _url) = http_server(
+        &["--backend", "e2b", "--warm-pool", "3", "mcp", "--http", "0"],
+        &env,
+    );
+    let status = stop(&mut server, term);
+    ended_and_left_nothing(status, term, &env, "while the pool fills");
+}
