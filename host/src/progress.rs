@@ -3,7 +3,7 @@
 //! latest line in a `watch` channel a host relays from (the MCP server's
 //! `notifications/progress`). The stateless world's lifecycle events come
 //! the same way (`{"event": …}` lines) and go to the instance's
-//! [`Tracker`]. Anything else is dropped.
+//! tracker (`sandboxes.rs`). Anything else is dropped.
 
 use std::pin::Pin;
 use std::sync::Arc;
