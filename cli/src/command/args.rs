@@ -31,15 +31,19 @@ pub(crate) enum Command {
     Tools,
     /// Run one tool call in a fresh sandbox and print its result.
     ///
-    /// Exit status: 0 when the result's `success` is true, 1 when it is
-    /// false, 2 on usage errors.
+    /// Exit status: 0 when the tool did what was asked; 1 when it failed
+    /// (`success` false), its command exited non-zero (`run_command`'s
+    /// `exit_code`) or its code raised (`run_code`'s `error`); 2 on usage
+    /// errors. Stopped by SIGINT or SIGTERM, it kills its sandbox and ends
+    /// by the signal.
     Call(CallArgs),
     /// Run tool calls read as JSON lines from stdin in ONE sandbox.
     ///
     /// Each input line is `{"tool": "run_code", "args": {...}}`; each
     /// output line is that call's result object. A malformed line gives a
     /// `success: false` line and the batch goes on. The sandbox is shut down
-    /// at the end of input.
+    /// at the end of input. Exit status: 1 if any line's call failed (as
+    /// for `call`), else 0.
     Batch,
     /// Serve the tools over MCP: on stdin/stdout (one sandbox for the
     /// connection), or with --http over streamable HTTP (one sandbox per MCP

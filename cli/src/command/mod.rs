@@ -24,8 +24,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-/// Exit status of a call whose result has `success: false`, or of a failure
-/// of the host itself.
+/// Exit status of a call whose tool failed (`success: false`, a command's
+/// non-zero `exit_code`, code that raised), or of a failure of the host
+/// itself.
 const EXIT_FAILURE: u8 = 1;
 /// Exit status of a usage error.
 const EXIT_USAGE: u8 = 2;
@@ -168,7 +169,7 @@ async fn call(global: &GlobalArgs, call_args: CallArgs) -> Result<u8, CliFailure
         )
         .map_err(CliFailure::host)?;
     }
-    Ok(if succeeded(&result) { 0 } else { EXIT_FAILURE })
+    Ok(exit_status(&call_args.tool, &result))
 }
 
 /// `--stateless call TOOL [ARGS]`: one call of the stateless component in
@@ -211,7 +212,7 @@ async fn call_stateless(
             pretty(&result)
         }
     ))?;
-    Ok(if succeeded(&result) { 0 } else { EXIT_FAILURE })
+    Ok(exit_status(&call_args.tool, &result))
 }
 
 /// `batch`: JSON lines in, one result line out per call, one sandbox.
@@ -258,15 +259,18 @@ async fn run_batch_lines(session: &Session, mut files: RichFiles) -> Result<u8, 
         if line.trim().is_empty() {
             continue;
         }
-        let mut result = match parse_batch_line(&line) {
+        let (tool, mut result) = match parse_batch_line(&line) {
             Ok((tool, args)) => match session.call_json(&tool, &args).await {
-                Ok(result) => result,
+                Ok(result) => (tool, result),
                 // The session is gone (trap): say so for this and every later line.
-                Err(err) => failure_result(err),
+                Err(err) => (tool, failure_result(err)),
             },
-            Err(reason) => failure_result(format!("malformed batch line {number}: {reason}")),
+            Err(reason) => (
+                String::new(),
+                failure_result(format!("malformed batch line {number}: {reason}")),
+            ),
         };
-        all_succeeded &= succeeded(&result);
+        all_succeeded &= exit_status(&tool, &result) == 0;
         let saved = files.save(&result);
         RichFiles::annotate(&mut result, &saved);
         stdout
@@ -276,6 +280,28 @@ async fn run_batch_lines(session: &Session, mut files: RichFiles) -> Result<u8, 
         stdout.flush().await.map_err(CliFailure::host)?;
     }
     Ok(if all_succeeded { 0 } else { EXIT_FAILURE })
+}
+
+/// A result's exit status, so `&&` in a script can tell: 0 when the tool
+/// did what was asked, [`EXIT_FAILURE`] when it failed, `run_command`'s
+/// command exited non-zero (`exit_code`), or `run_code`'s code raised
+/// (`error`). (A background process's `exit_code` is its own, not the
+/// tool's.)
+fn exit_status(tool: &str, result: &Value) -> u8 {
+    // The stateless world's export names too (`e2b-run-command`).
+    let tool = tool.trim_start_matches("e2b-").replace('-', "_");
+    let text = |key| result.get(key).and_then(Value::as_str);
+    let exited_non_zero = tool == "run_command"
+        && result
+            .get("exit_code")
+            .and_then(Value::as_i64)
+            .is_some_and(|code| code != 0);
+    let raised = tool == "run_code" && text("error").is_some_and(|error| !error.is_empty());
+    if !succeeded(result) || exited_non_zero || raised {
+        EXIT_FAILURE
+    } else {
+        0
+    }
 }
 
 /// Parses `{"tool": "...", "args": {...}}` (`args` optional).

@@ -34,12 +34,38 @@ fn run_code_returns_stdout_and_the_last_value() {
 #[test]
 fn run_command_returns_output_and_exit_code() {
     let (out, result) = call_json("run_command", json!({"command": "echo hello; exit 3"}));
-    assert_eq!(
-        out.status, 0,
-        "a non-zero exit is still a successful call: {out:?}"
-    );
+    // The call worked (`success`), but the command failed: a script's
+    // `&&` must see it.
+    assert_eq!(out.status, 1, "{out:?}");
+    assert_eq!(result["success"], true, "{out:?}");
     assert_eq!(result["stdout"], "hello\n");
     assert_eq!(result["exit_code"], 3);
+}
+
+#[test]
+fn code_that_raises_exits_1_and_a_batch_with_a_failed_command_too() {
+    let (out, result) = call_json("run_code", json!({"code": "1 / 0"}));
+    assert_eq!(out.status, 1, "{out:?}");
+    assert!(
+        result["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("ZeroDivisionError")),
+        "{out:?}"
+    );
+    let (out, _) = call_json("run_code", json!({"code": "1"}));
+    assert_eq!(out.status, 0, "{out:?}");
+    let lines = [
+        json!({"tool": "run_command", "args": {"command": "true"}}),
+        json!({"tool": "run_command", "args": {"command": "false"}}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let out = run(e2b_tools(&["batch"]), &input);
+    assert_eq!(out.status, 1, "{out:?}");
+    assert_eq!(
+        out.stdout.lines().count(),
+        2,
+        "every line still runs: {out:?}"
+    );
 }
 
 #[test]
