@@ -139,6 +139,7 @@ impl Default for Options {
 }
 
 pub use names::generate_api_key;
+pub use state::stored_api_key;
 
 /// [`Options::snapshot_budget`]'s default: 10 GiB.
 pub const DEFAULT_SNAPSHOT_BUDGET: u64 = 10 << 30;

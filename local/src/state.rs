@@ -7,6 +7,7 @@
 //! <state>/.records/<id>.json  a paused sandbox: what it needs to resume
 //! <state>/.snapshots/         snapshots: <id>.img and <id>.json
 //! <state>/.lock               held by the server using the directory
+//! <state>/.api-key            the key a standalone server keeps (0600)
 //! ```
 //!
 //! Only paused sandboxes have a record, so a restart knows exactly what
@@ -29,6 +30,42 @@ pub(crate) const RECORDS_DIR: &str = ".records";
 /// Under the state directory (or the data directory): the snapshots.
 pub(crate) const SNAPSHOTS_DIR: &str = ".snapshots";
 const LOCK_FILE: &str = ".lock";
+const API_KEY_FILE: &str = ".api-key";
+
+/// The API key kept in state directory `root` (made, readable by its
+/// owner only, the first time), so a restarted server answers to the key
+/// every shell and config already holds.
+pub fn stored_api_key(root: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(root)?;
+    let path = root.join(API_KEY_FILE);
+    let fresh = crate::names::generate_api_key();
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path);
+    match made {
+        Ok(mut file) => {
+            file.write_all(fresh.as_bytes())?;
+            file.sync_all()?;
+            Ok(fresh)
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+            let kept = std::fs::read_to_string(&path)?;
+            let kept = kept.trim();
+            let printable = kept.chars().all(|c| c.is_ascii_graphic());
+            if kept.is_empty() || !printable || kept.len() > 256 {
+                return Err(std::io::Error::other(format!(
+                    "{} does not hold an API key (printable ASCII, no spaces): remove it for a new one",
+                    path.display()
+                )));
+            }
+            Ok(kept.to_string())
+        }
+        Err(err) => Err(err),
+    }
+}
 
 /// What a paused sandbox needs to resume after a restart.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -115,6 +115,11 @@ pub(crate) enum LocalCommand {
         /// $XDG_STATE_HOME/e2b-tools/local or ~/.local/state/e2b-tools/local.
         #[arg(long, value_name = "DIR")]
         state_dir: Option<PathBuf>,
+        /// The API key clients must send. Default: $E2B_API_KEY, then the
+        /// key kept in the state directory (made the first time), so it
+        /// stays the same across restarts.
+        #[arg(long, value_name = "KEY", env = "E2B_API_KEY", hide_env_values = true)]
+        api_key: Option<String>,
     },
 }
 

@@ -78,8 +78,13 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
             None => mcp(&cli.global).await,
         },
         Command::Local {
-            command: LocalCommand::Serve { port, state_dir },
-        } => local_serve(&cli.global, port, state_dir).await,
+            command:
+                LocalCommand::Serve {
+                    port,
+                    state_dir,
+                    api_key,
+                },
+        } => local_serve(&cli.global, port, state_dir, api_key).await,
     };
     // Everything is cleaned up by now (sessions, backend, runtime).
     signals::end_if_stopped();
@@ -430,10 +435,25 @@ async fn local_serve(
     global: &GlobalArgs,
     port: u16,
     state_dir: Option<std::path::PathBuf>,
+    api_key: Option<String>,
 ) -> Result<u8, CliFailure> {
+    let state_dir = state_dir.or_else(e2b_local::default_state_dir);
+    // The key stays the same across restarts: the one asked for, else the
+    // state directory's.
+    let api_key = match (api_key.filter(|k| !k.trim().is_empty()), &state_dir) {
+        (Some(key), _) => key.trim().to_string(),
+        (None, Some(dir)) => e2b_local::stored_api_key(dir).map_err(|err| {
+            CliFailure::host(format!(
+                "cannot keep the API key in {}: {err} (pass --api-key KEY, or --state-dir DIR)",
+                dir.display()
+            ))
+        })?,
+        (None, None) => e2b_local::generate_api_key(),
+    };
     let options = e2b_local::Options {
         port,
-        state_dir: state_dir.or_else(e2b_local::default_state_dir),
+        api_key,
+        state_dir,
         isolation: if global.no_isolation {
             e2b_local::Isolation::None
         } else {

@@ -7,6 +7,7 @@ use e2b_local::{LocalServer, Options};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -426,4 +427,50 @@ fn local_serve_prints_export_lines_a_shell_can_source() {
     assert_eq!(out.json()["stdout"], "42\n", "{out:?}");
     assert!(status.success(), "{status:?}");
     assert_eq!(rest, "", "only the export lines go to stdout");
+}
+
+#[test]
+fn local_serve_keeps_its_api_key_across_restarts_unless_given_one() {
+    let state = tempfile::tempdir().unwrap();
+    let state_dir = state.path().to_str().unwrap();
+    let key_of = |extra: &[&str]| {
+        let mut args = vec!["local", "serve", "--port", "0", "--state-dir", state_dir];
+        args.extend_from_slice(extra);
+        let mut server = e2b_tools(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("e2b-tools local serve starts");
+        let mut stdout = BufReader::new(server.stdout.take().unwrap());
+        let key = (0..3)
+            .map(|_| {
+                let mut line = String::new();
+                stdout.read_line(&mut line).expect("stdout is readable");
+                line
+            })
+            .find_map(|line| {
+                line.trim()
+                    .strip_prefix("export E2B_API_KEY=")
+                    .map(str::to_string)
+            })
+            .expect("the key's line");
+        let _ = Command::new("kill")
+            .args(["-TERM", &server.id().to_string()])
+            .status();
+        let _ = server.wait();
+        key
+    };
+    let first = key_of(&[]);
+    assert!(first.starts_with("e2b_"), "{first}");
+    assert_eq!(key_of(&[]), first, "the same key after a restart");
+    let kept = state.path().join(".api-key");
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "only its owner reads it");
+    assert_eq!(key_of(&["--api-key", "e2b_chosen"]), "e2b_chosen");
+    assert_eq!(
+        key_of(&[]),
+        first,
+        "a chosen key does not replace the kept one"
+    );
 }

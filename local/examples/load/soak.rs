@@ -12,10 +12,17 @@ use crate::round::{proc_stats, run_round, Round};
 use crate::{encode_envelope, one_life, Error, Sandbox, Server};
 
 /// Files in the state directory beyond what a server keeps by design (its
-/// lock, envd's binary, the snapshots', records' and disks' directories,
+/// lock, its API key, envd's binary, the snapshots', records' and disks' directories,
 /// each empty of anything but what it keeps).
 pub(crate) fn stray_files(state: &Path) -> Vec<String> {
-    let by_design = [".lock", ".envd", ".snapshots", ".records", ".disks"];
+    let by_design = [
+        ".lock",
+        ".api-key",
+        ".envd",
+        ".snapshots",
+        ".records",
+        ".disks",
+    ];
     let mut stray = Vec::new();
     for entry in std::fs::read_dir(state).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
