@@ -20,6 +20,7 @@ pub use generated::*;
 pub use exports::e2b::tools::catalog::ToolSpec;
 pub use exports::e2b::tools::lifecycle::{Config, NetworkRules, OnTimeout, VolumeMount};
 // `Config` is public as `SandboxConfig` (crate::config), its one name for hosts.
+pub use exports::e2b::tools::sandboxes::{ListedSandbox, ListedSnapshot};
 pub use exports::e2b::tools::tools::{
     BackgroundArgs, BackgroundProcess, CommandOutput, DirEntry, EntryType, ForkArgs, ForkFailure,
     Forks, OutputOffsets, ProcessOutput, ProcessState, Readiness, RichResult, RunCodeArgs,

@@ -80,6 +80,7 @@ mod config;
 mod emitter;
 mod error;
 pub mod events;
+mod inventory;
 mod limits;
 mod loader;
 mod outbound;
@@ -103,7 +104,7 @@ pub use bindings::{
     RichResult, RunCodeArgs, RunCodeOutput, RunCommandArgs, Snapshot, StopSignal, StoppedProcess,
     ToolError, ToolSpec,
 };
-pub use bindings::{NetworkRules, OnTimeout, VolumeMount};
+pub use bindings::{ListedSandbox, ListedSnapshot, NetworkRules, OnTimeout, VolumeMount};
 pub use clock::ClockMode;
 pub use config::SandboxConfig;
 pub use error::{OptionsError, SessionError, WasmError};

@@ -440,6 +440,20 @@ impl Session {
         .await
     }
 
+    /// One call of the component that is not a tool call (the
+    /// `sandboxes` interface, `lifecycle.kill`): the instance's lock, a
+    /// trap settled into [`SessionError`].
+    pub(crate) async fn component_call<T>(
+        &self,
+        call: impl AsyncFnOnce(&E2bTools, &mut Store<SessionState>) -> wasmtime::Result<T>,
+    ) -> Result<T, SessionError> {
+        let mut guard = self.lock_alive().await?;
+        let inst = &mut *guard;
+        inst.call_started();
+        let result = call(&inst.bindings, &mut inst.store).await;
+        inst.settle(result)
+    }
+
     /// Kills the sandbox (or leaves it to pause, with `on-timeout: pause`).
     /// Returns whether one was killed. The session stays usable: a later
     /// tool call creates a fresh sandbox.

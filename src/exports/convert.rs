@@ -8,6 +8,7 @@
 use super::wit::e2b::tools::events as wit_events;
 use super::wit::exports::e2b::tools::catalog as wit_catalog;
 use super::wit::exports::e2b::tools::lifecycle as wit_lifecycle;
+use super::wit::exports::e2b::tools::sandboxes as wit_sandboxes;
 use super::wit::exports::e2b::tools::tools as wit_tools;
 use super::wit::exports::e2b::tools::types as wit_types;
 use crate::config::{ConfigInput, NetworkRules, OnTimeout};
@@ -23,7 +24,7 @@ use crate::tools::fork_sandbox::{Forks, MAX_FORK_TIMEOUT_S};
 use crate::tools::run_code::RunCodeArgs;
 use crate::tools::run_command::{CommandOutput, RunCommandArgs};
 use crate::tools::{Hints, ToolCall, ToolOutput, ToolSpec};
-use e2b_wire::api::SnapshotInfo;
+use e2b_wire::api::{SandboxDetail, SnapshotInfo};
 
 impl From<ErrorKind> for wit_types::ErrorKind {
     fn from(kind: ErrorKind) -> Self {
@@ -39,6 +40,33 @@ impl From<ErrorKind> for wit_types::ErrorKind {
             ErrorKind::Network => Self::Network,
             ErrorKind::Cancelled => Self::Cancelled,
             ErrorKind::Internal => Self::Internal,
+        }
+    }
+}
+
+impl From<SandboxDetail> for wit_sandboxes::ListedSandbox {
+    fn from(s: SandboxDetail) -> Self {
+        Self {
+            sandbox_id: s.sandbox_id,
+            template_id: s.template_id,
+            state: s.state,
+            started_at: s.started_at,
+            end_at: s.end_at,
+            metadata: s
+                .metadata
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(key, value)| wit_types::KeyValue { key, value })
+                .collect(),
+        }
+    }
+}
+
+impl From<SnapshotInfo> for wit_sandboxes::ListedSnapshot {
+    fn from(s: SnapshotInfo) -> Self {
+        Self {
+            snapshot_id: s.snapshot_id,
+            names: s.names,
         }
     }
 }

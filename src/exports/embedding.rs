@@ -14,6 +14,7 @@ use crate::{output::results, session};
 use super::wit::export;
 use super::wit::exports::e2b::tools::catalog as wit_catalog;
 use super::wit::exports::e2b::tools::lifecycle as wit_lifecycle;
+use super::wit::exports::e2b::tools::sandboxes as wit_sandboxes;
 use super::wit::exports::e2b::tools::tools as wit_tools;
 use super::wit::exports::e2b::tools::types as wit_types;
 
@@ -78,6 +79,44 @@ impl wit_lifecycle::Guest for Component {
             tools::redact_error(err, &secrets).into()
         })
     }
+}
+
+impl wit_sandboxes::Guest for Component {
+    fn list_sandboxes() -> Result<Vec<wit_sandboxes::ListedSandbox>, wit_types::ToolError> {
+        let ctx = ctx();
+        let listed = inventory(&ctx, "Failed to list sandboxes: ", ctx.list_sandboxes())?;
+        Ok(listed.into_iter().map(Into::into).collect())
+    }
+
+    fn list_snapshots() -> Result<Vec<wit_sandboxes::ListedSnapshot>, wit_types::ToolError> {
+        let ctx = ctx();
+        let listed = inventory(&ctx, "Failed to list snapshots: ", ctx.list_snapshots())?;
+        Ok(listed.into_iter().map(Into::into).collect())
+    }
+
+    fn delete_snapshot(snapshot_id: String) -> Result<bool, wit_types::ToolError> {
+        let id = required(snapshot_id, "snapshot_id")?;
+        let ctx = ctx();
+        inventory(
+            &ctx,
+            "Failed to delete the snapshot: ",
+            ctx.delete_snapshot(&id),
+        )
+    }
+}
+
+/// Runs one call of the `sandboxes` interface: its failure prefixed and
+/// redacted like a tool's.
+fn inventory<T>(
+    ctx: &session::Ctx<session::http::Wasi>,
+    prefix: &'static str,
+    call: impl std::future::Future<Output = Result<T, crate::errors::Failure>>,
+) -> Result<T, wit_types::ToolError> {
+    let secrets = ctx.secrets();
+    wstd::runtime::block_on(call).map_err(|f| {
+        let err = ToolError::from_failure(prefix, f);
+        tools::redact_error(err, &secrets).into()
+    })
 }
 
 impl wit_tools::Guest for Component {

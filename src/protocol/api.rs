@@ -5,13 +5,13 @@
 //! (`POST /sandboxes/{id}/fork`).
 
 use e2b_wire::api::{
-    AutoResume, ConnectSandbox, ForkRequest, ForkResult, NewSandbox, Sandbox, SetTimeout,
-    SnapshotInfo, SnapshotRequest, VolumeMount, IDEMPOTENCY_KEY_HEADER,
+    AutoResume, ConnectSandbox, ForkRequest, ForkResult, NewSandbox, Sandbox, SandboxDetail,
+    SetTimeout, SnapshotInfo, SnapshotRequest, VolumeMount, IDEMPOTENCY_KEY_HEADER,
 };
 
 use crate::config::{OnTimeout, Settings};
 use crate::errors::{from_api_status, ErrorKind, Failure};
-use crate::protocol::request::{path_escape, HttpRequest, Method};
+use crate::protocol::request::{path_escape, query_escape, HttpRequest, Method};
 
 /// The SDK's text when no API key is configured.
 pub const MISSING_API_KEY: &str = "API key is required, please visit the Team tab at https://e2b.dev/dashboard to get your API key. You can either set the environment variable `E2B_API_KEY` or you can pass it directly to the sandbox like Sandbox(api_key=\"e2b_...\")";
@@ -374,6 +374,65 @@ pub fn parse_kill(status: u16, body: &[u8]) -> Result<bool, Failure> {
         404 => Ok(false),
         _ => Err(from_api_status(status, body)),
     }
+}
+
+/// Sandboxes a page of `GET /v2/sandboxes` lists at most.
+pub const LIST_PAGE: u32 = 100;
+
+/// `GET /v2/sandboxes`: running and paused, one page from `next_token`.
+pub fn list_request(settings: &Settings, next_token: Option<&str>) -> Result<HttpRequest, Failure> {
+    let mut path = format!("/v2/sandboxes?state=running%2Cpaused&limit={LIST_PAGE}");
+    if let Some(token) = next_token {
+        path.push_str(&format!("&nextToken={}", query_escape(token)));
+    }
+    authed(settings, Method::Get, &path)
+}
+
+/// One page of a list: the sandboxes, as listed.
+pub fn parse_list(status: u16, body: &[u8]) -> Result<Vec<SandboxDetail>, Failure> {
+    match status {
+        200 => serde_json::from_slice(body).map_err(|e| {
+            Failure::new(
+                ErrorKind::Internal,
+                format!("the sandbox list could not be read: {e}"),
+            )
+        }),
+        _ => Err(from_api_status(status, body)),
+    }
+}
+
+/// `GET /snapshots`: one page from `next_token`.
+pub fn snapshots_request(
+    settings: &Settings,
+    next_token: Option<&str>,
+) -> Result<HttpRequest, Failure> {
+    let mut path = format!("/snapshots?limit={LIST_PAGE}");
+    if let Some(token) = next_token {
+        path.push_str(&format!("&nextToken={}", query_escape(token)));
+    }
+    authed(settings, Method::Get, &path)
+}
+
+/// One page of snapshots.
+pub fn parse_snapshots(status: u16, body: &[u8]) -> Result<Vec<SnapshotInfo>, Failure> {
+    match status {
+        200 => serde_json::from_slice(body).map_err(|e| {
+            Failure::new(
+                ErrorKind::Internal,
+                format!("the snapshot list could not be read: {e}"),
+            )
+        }),
+        _ => Err(from_api_status(status, body)),
+    }
+}
+
+/// `DELETE /templates/{snapshotID}` (a snapshot is a template).
+pub fn delete_snapshot_request(settings: &Settings, id: &str) -> Result<HttpRequest, Failure> {
+    authed(
+        settings,
+        Method::Delete,
+        &format!("/templates/{}", path_escape(id)),
+    )
 }
 
 #[cfg(test)]

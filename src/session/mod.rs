@@ -12,6 +12,7 @@
 
 #[cfg(target_arch = "wasm32")]
 pub mod http;
+pub mod inventory;
 mod keep_alive;
 pub mod platform;
 pub mod report;
@@ -189,6 +190,18 @@ impl<P: Platform> Ctx<P> {
         req: &HttpRequest,
         retry: Retry,
     ) -> Result<(u16, Vec<u8>), Failure> {
+        let (status, _, body) = self.exchange_read(settings, req, retry).await?;
+        Ok((status, body))
+    }
+
+    /// [`Ctx::exchange_retrying`], with the answer's headers (the ones in
+    /// [`platform::READ_HEADERS`]).
+    pub async fn exchange_read(
+        &self,
+        settings: &Settings,
+        req: &HttpRequest,
+        retry: Retry,
+    ) -> Result<(u16, Vec<(String, String)>, Vec<u8>), Failure> {
         let started = self.platform.now_ns();
         let mut attempt = 0;
         loop {
@@ -201,7 +214,7 @@ impl<P: Platform> Ctx<P> {
                 .wait_to_retry(settings, retry, attempt, outcome, started)
                 .await
             {
-                return result.map(|(status, _, body)| (status, body));
+                return result;
             }
             attempt += 1;
         }

@@ -22,7 +22,7 @@ pub struct Response<B> {
 }
 
 /// The response headers the guest reads; others are not kept.
-pub const READ_HEADERS: [&str; 2] = ["retry-after", "should-retry"];
+pub const READ_HEADERS: [&str; 3] = ["retry-after", "should-retry", "x-next-token"];
 
 impl<B> Response<B> {
     /// The value of header `name` (lower case), if present.

@@ -54,6 +54,52 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: LocalCommand,
     },
+    /// See and stop the sandboxes (running and paused) the API key reaches,
+    /// on E2B or on the server E2B_API_URL names (`local serve`).
+    Sandbox {
+        #[command(subcommand)]
+        command: SandboxCommand,
+    },
+    /// See and delete the snapshots the API key reaches.
+    Snapshot {
+        #[command(subcommand)]
+        command: SnapshotCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SandboxCommand {
+    /// List them: id, state, template, when each ends.
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Kill sandboxes by id, or all of them.
+    Kill {
+        /// The sandboxes to kill.
+        #[arg(value_name = "ID", required_unless_present = "all")]
+        ids: Vec<String>,
+        /// Kill every sandbox the key reaches.
+        #[arg(long, conflicts_with = "ids")]
+        all: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum SnapshotCommand {
+    /// List them: id and names.
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete snapshots by id.
+    Delete {
+        /// The snapshots to delete.
+        #[arg(value_name = "ID", required = true)]
+        ids: Vec<String>,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! The `e2b-tools` command line: argument handling and the subcommands.
 
 pub(crate) mod args;
+mod inventory;
 pub(crate) mod logging;
 mod render;
 mod rich_files;
@@ -61,7 +62,10 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
     let hangup = match &cli.command {
         Command::Call(_) | Command::Batch => Some(false),
         Command::Mcp(args) => Some(args.http.is_none()),
-        Command::Tools | Command::Local { .. } => None,
+        Command::Tools
+        | Command::Local { .. }
+        | Command::Sandbox { .. }
+        | Command::Snapshot { .. } => None,
     };
     if let Some(hangup) = hangup {
         if let Err(err) = signals::listen(hangup) {
@@ -85,6 +89,8 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
                     api_key,
                 },
         } => local_serve(&cli.global, port, state_dir, api_key).await,
+        Command::Sandbox { command } => inventory::sandbox(&cli.global, command).await,
+        Command::Snapshot { command } => inventory::snapshot(&cli.global, command).await,
     };
     // Everything is cleaned up by now (sessions, backend, runtime).
     signals::end_if_stopped();

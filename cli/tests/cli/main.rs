@@ -9,6 +9,7 @@ mod calls;
 mod catalog;
 mod clock;
 mod flags;
+mod inventory;
 mod mcp;
 mod production;
 mod session;

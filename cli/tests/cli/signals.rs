@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::binary::e2b_tools;
 use crate::mcp::{http_server, initialize, live_sandboxes, local_serve, Stop};
 
-type Env = BTreeMap<String, String>;
+pub(crate) type Env = BTreeMap<String, String>;
 
 const SLEEP: &str = r#"{"command": "sleep 60"}"#;
 const ECHO: &str = r#"{"command": "echo hi"}"#;
@@ -282,7 +282,7 @@ fn mcp_over_http_stopped_mid_call_kills_its_sandboxes_and_ends_by_the_signal() {
 }
 
 /// A sandbox made outside the command, through the server's API.
-fn create_sandbox(env: &Env) -> String {
+pub(crate) fn create_sandbox(env: &Env) -> String {
     use std::io::Read;
     let addr = env["E2B_API_URL"].trim_start_matches("http://").to_string();
     let body = r#"{"templateID":"code-interpreter-v1","timeout":300}"#;

@@ -1,0 +1,111 @@
+//! `e2b-tools sandbox list | kill` and `snapshot list | delete`, against a
+//! separate local server through the E2B path (the variables `local serve`
+//! prints), as a user runs them.
+
+use crate::binary::{e2b_tools, run, Run};
+use crate::mcp::{live_sandboxes, local_serve, Stop};
+use crate::signals::{create_sandbox, Env};
+
+fn command(args: &[&str], env: &Env) -> Run {
+    let mut command = e2b_tools(args);
+    command.envs(env);
+    run(command, "")
+}
+
+/// A snapshot of sandbox `id`, through the server's API: its id.
+fn snapshot_of(env: &Env, id: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = env["E2B_API_URL"].trim_start_matches("http://").to_string();
+    let body = r#"{"name":"kept"}"#;
+    let mut tcp = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        tcp,
+        "POST /sandboxes/{id}/snapshots HTTP/1.1\r\nHost: {addr}\r\nX-API-KEY: {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        env["E2B_API_KEY"],
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).unwrap();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    let made: serde_json::Value =
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"));
+    made["snapshotID"].as_str().expect("an id").to_string()
+}
+
+#[test]
+fn sandboxes_and_snapshots_are_listed_killed_and_deleted_by_id() {
+    let state = tempfile::tempdir().unwrap();
+    let (local, env) = local_serve(state.path());
+    let _local = Stop(local);
+    let live = || live_sandboxes(&env["E2B_API_URL"], &env["E2B_API_KEY"]);
+
+    let out = command(&["sandbox", "list"], &env);
+    assert_eq!(
+        (out.status, out.stdout.as_str()),
+        (0, "no sandboxes\n"),
+        "{out:?}"
+    );
+    let (a, b) = (create_sandbox(&env), create_sandbox(&env));
+    let out = command(&["sandbox", "list"], &env);
+    assert_eq!(out.status, 0, "{out:?}");
+    assert!(out.stdout.starts_with("SANDBOX ID"), "{out:?}");
+    assert!(
+        out.stdout.contains(&a) && out.stdout.contains(&b),
+        "{out:?}"
+    );
+    let listed = command(&["sandbox", "list", "--json"], &env).json();
+    let mut ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sandbox_id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    let mut made = [a.as_str(), b.as_str()];
+    made.sort();
+    assert_eq!(ids, made);
+    assert_eq!(listed[0]["state"], "running");
+
+    // Snapshots: listed with their names, deleted by id.
+    let snapshot = snapshot_of(&env, &a);
+    let out = command(&["snapshot", "list"], &env);
+    assert!(out.stdout.contains(&snapshot), "{out:?}");
+    let out = command(&["snapshot", "delete", &snapshot], &env);
+    assert_eq!(
+        (out.status, out.stdout.trim()),
+        (0, format!("deleted {snapshot}").as_str()),
+        "{out:?}"
+    );
+    let out = command(&["snapshot", "list", "--json"], &env);
+    assert_eq!(out.json(), serde_json::json!([]), "{out:?}");
+    let out = command(&["snapshot", "delete", &snapshot], &env);
+    assert_eq!(out.status, 1, "a second delete finds none: {out:?}");
+
+    // Kill one by id, then all; an unknown id is a failure, not a crash.
+    let out = command(&["sandbox", "kill", &a], &env);
+    assert_eq!(
+        (out.status, out.stdout.trim()),
+        (0, format!("killed {a}").as_str()),
+        "{out:?}"
+    );
+    assert_eq!(live(), 1);
+    let out = command(&["sandbox", "kill", "--all"], &env);
+    assert_eq!(out.status, 0, "{out:?}");
+    assert_eq!(live(), 0);
+    let out = command(&["sandbox", "kill", &a], &env);
+    assert_eq!(out.status, 1, "{out:?}");
+    assert!(out.stderr.contains("already gone"), "{out:?}");
+
+    // Without a server named, a usage error that says what to set.
+    let out = run(e2b_tools(&["sandbox", "list"]), "");
+    assert_eq!(out.status, 2, "{out:?}");
+    assert!(out.stderr.contains("E2B_API_KEY"), "{out:?}");
+    // A wrong key: the server's refusal, in words.
+    let mut wrong = env.clone();
+    wrong.insert("E2B_API_KEY".into(), "e2b_wrong".into());
+    let out = command(&["sandbox", "list"], &wrong);
+    assert_eq!(out.status, 1, "{out:?}");
+    assert!(out.stderr.contains("Failed to list sandboxes"), "{out:?}");
+}
