@@ -153,10 +153,10 @@ fn transport_error(host: &str, e: &ErrorCode) -> Failure {
     if matches!(e, ErrorCode::HttpRequestDenied) {
         return Failure::new(ErrorKind::Network, denied(host));
     }
-    let message = format!("request to {host} failed: {e:?}");
-    if let Some(cancelled) = cancellation(&message) {
+    if let Some(cancelled) = cancellation(&format!("{e:?}")) {
         return cancelled;
     }
+    let message = format!("request to {host} failed: {}", describe(host, e));
     match e {
         ErrorCode::ConnectionReadTimeout
         | ErrorCode::ConnectionWriteTimeout
@@ -168,6 +168,55 @@ fn transport_error(host: &str, e: &ErrorCode) -> Failure {
         | ErrorCode::HttpProtocolError
         | ErrorCode::HttpResponseIncomplete => Failure::transient(message),
         _ => Failure::new(ErrorKind::Network, message),
+    }
+}
+
+/// A transport failure in words, with what usually fixes it (the common
+/// ones; the rest as the host named them).
+fn describe(host: &str, e: &ErrorCode) -> String {
+    match e {
+        ErrorCode::ConnectionRefused => format!(
+            "connection refused: nothing listens at {host}. Is the server running? For a \
+             local server start `e2b-tools local serve` and use the E2B_API_URL and \
+             E2B_SANDBOX_URL it prints; else check E2B_API_URL / E2B_DOMAIN"
+        ),
+        ErrorCode::DnsError(payload) => format!(
+            "{host} could not be resolved (DNS{}): check E2B_DOMAIN or E2B_API_URL, and \
+             this machine's network",
+            payload
+                .rcode
+                .as_deref()
+                .map(|rcode| format!(": {rcode}"))
+                .unwrap_or_default()
+        ),
+        ErrorCode::TlsProtocolError
+        | ErrorCode::TlsCertificateError
+        | ErrorCode::TlsAlertReceived(_) => {
+            format!(
+                "the TLS handshake with {host} failed ({}): the server does not speak HTTPS \
+                 there, or its certificate is not trusted (a local server is plain \
+                 http://: check the scheme of E2B_API_URL / E2B_SANDBOX_URL)",
+                tls_reason(e)
+            )
+        }
+        ErrorCode::ConnectionTimeout => {
+            format!("{host} did not accept the connection in time")
+        }
+        ErrorCode::ConnectionTerminated => {
+            format!("the connection to {host} closed before the answer")
+        }
+        ErrorCode::DestinationUnavailable => {
+            format!("{host} cannot be reached from this machine")
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+fn tls_reason(e: &ErrorCode) -> &'static str {
+    match e {
+        ErrorCode::TlsCertificateError => "certificate not trusted",
+        ErrorCode::TlsAlertReceived(_) => "the server sent an alert",
+        _ => "protocol error",
     }
 }
 

@@ -11,6 +11,7 @@ mod clock;
 mod flags;
 mod inventory;
 mod mcp;
+mod mistakes;
 mod production;
 mod session;
 mod signals;
