@@ -19,21 +19,21 @@ pub enum BackendKind {
 
 /// The backend to use when none is asked for: `e2b` when `E2B_API_KEY` is
 /// set (non-empty) in `env`, else `local`. The second value is a one-line
-/// notice for the user when the local backend was picked implicitly.
-pub fn default_backend(env: &BTreeMap<String, String>) -> (BackendKind, Option<&'static str>) {
-    let has_key = env.get("E2B_API_KEY").is_some_and(|k| !k.trim().is_empty());
-    if has_key {
-        (BackendKind::E2b, None)
-    } else {
-        (
-            BackendKind::Local,
-            Some(
-                "e2b-tools: E2B_API_KEY is not set; using the local backend \
-                 (sandboxes run isolated on this machine: for development, not for untrusted \
-                 production work). Set E2B_API_KEY or pass --backend e2b for E2B.",
-            ),
-        )
+/// notice for the user when the local backend was picked implicitly (and
+/// why an `E2B_API_URL` without a key is not used).
+pub fn default_backend(env: &BTreeMap<String, String>) -> (BackendKind, Option<String>) {
+    let set = |name: &str| env.get(name).is_some_and(|v| !v.trim().is_empty());
+    if set("E2B_API_KEY") {
+        return (BackendKind::E2b, None);
     }
+    let notice = match set("E2B_API_URL") {
+        true => {
+            "e2b-tools: E2B_API_URL is set but E2B_API_KEY is not: using the local backend \
+                 instead (set E2B_API_KEY to use that server)"
+        }
+        false => "e2b-tools: no E2B_API_KEY: using the local backend (--backend e2b for E2B)",
+    };
+    (BackendKind::Local, Some(notice.to_string()))
 }
 
 /// Options of the in-process local server.
@@ -155,6 +155,13 @@ mod tests {
 
         let blank = BTreeMap::from([("E2B_API_KEY".to_string(), " ".to_string())]);
         assert_eq!(default_backend(&blank).0, BackendKind::Local);
+        // A server named without a key: not silently ignored.
+        let url = BTreeMap::from([("E2B_API_URL".to_string(), "http://h".to_string())]);
+        let (kind, notice) = default_backend(&url);
+        assert_eq!(kind, BackendKind::Local);
+        assert!(notice
+            .unwrap()
+            .contains("E2B_API_URL is set but E2B_API_KEY is not"));
     }
 
     #[test]
