@@ -77,6 +77,24 @@ impl Tracker {
         self.known().killing_for = Some(why);
     }
 
+    /// Sandbox `id`, one of these, was killed by id through another
+    /// instance (which does not report another's sandbox): told as if
+    /// reported. Nothing for an id not owned (already told).
+    pub(crate) fn killed_elsewhere(&self, id: &str, killed: bool) {
+        if !self.known().owned.iter().any(|owned| owned == id) {
+            return;
+        }
+        let reason = if killed {
+            StopReason::Killed
+        } else {
+            StopReason::Gone
+        };
+        self.report(Report::SandboxStopped {
+            sandbox_id: id.to_string(),
+            reason,
+        });
+    }
+
     /// Takes one report: remembers what it says, and tells the
     /// subscribers.
     pub(crate) fn report(&self, report: Report) {

@@ -579,8 +579,12 @@ impl GuestInstance {
                 .call_kill(&mut self.store, &id)
                 .await;
             match self.settle(result) {
-                Ok(Ok(true)) => killed += 1,
-                Ok(Ok(false)) => {}
+                Ok(Ok(was_there)) => {
+                    // A spare instance does not report the session's
+                    // sandbox stopped: the tracker is told here (once).
+                    tracker.killed_elsewhere(&id, was_there);
+                    killed += usize::from(was_there);
+                }
                 Ok(Err(err)) => self.kill_failed(&id, &err.message),
                 Err(err) => {
                     self.kill_failed(&id, &err.to_string());

@@ -558,18 +558,25 @@ impl<P: Platform> Ctx<P> {
     }
 
     /// Kills sandbox `id` by its id (the host's reaper: WIT `kill`); one
-    /// of this session's is forgotten and reported stopped.
+    /// of this session's is forgotten and reported stopped (another's is
+    /// not: its host knows what it asked).
     pub async fn kill_by_id(&self, id: &str) -> Result<bool, Failure> {
         let settings = self.read(|s| s.settings.clone());
         let killed = self.kill(&settings, id).await?;
-        self.update(|s| {
-            if s.sandbox.as_ref().is_some_and(|h| h.id == id) {
+        let ours = self.update(|s| {
+            let own = s.sandbox.as_ref().is_some_and(|h| h.id == id);
+            if own {
                 s.sandbox = None;
                 s.keep_alive = KeepAlive::new(s.settings.ttl_seconds());
             }
+            let forks = s.forks.len();
             s.forks.retain(|f| f.handle.id != id);
+            own || s.forks.len() < forks
         });
-        self.stopped(id, killed_or_gone(killed));
+        // Only its own stop is the instance's to report.
+        if ours {
+            self.stopped(id, killed_or_gone(killed));
+        }
         Ok(killed)
     }
 

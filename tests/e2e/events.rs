@@ -247,17 +247,21 @@ async fn every_call_runs_in_an_execute_tool_span_and_the_audit_trail_follows_the
     let subscriber = tracing_subscriber::registry().with(spans.clone());
     // This test's thread only: the current-thread runtime runs everything here.
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Tests run beside this one meet the audit's callsites on threads
+    // without a subscriber (a reaper's, a pool's), racing this thread's
+    // scoped one: the interest they cache then hides the events here.
+    // Rebuilt before each step (scoped dispatchers are for tests; a host's
+    // subscriber is global, and sees every event).
+    let settle = tracing::callsite::rebuild_interest_cache;
     let server = server().await;
     let s = session(&server).await;
+    settle();
     ok(call(&s, "run_command", json!({"command": "true"})).await);
+    settle();
     let missing = s.read_file("/nope").await.unwrap();
     assert!(missing.is_err());
     let sandbox = s.sandbox_id().unwrap();
-    // A test run beside this one meets the stop's callsite on its reaper
-    // thread, which has no subscriber: the interest it caches there can
-    // hide this thread's scoped one (`tracing`'s scoped dispatchers are
-    // for tests; a host's subscriber is global).
-    tracing::callsite::rebuild_interest_cache();
+    settle();
     s.shutdown().await.unwrap();
 
     let audit = spans.1.lock().unwrap().clone();
