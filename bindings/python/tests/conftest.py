@@ -66,6 +66,25 @@ def sandboxes() -> List[str]:
         return sorted(entry["sandboxID"] for entry in json.load(response))
 
 
+def kill_behind_its_back(sandbox: str) -> None:
+    """Kills a sandbox through the server's API, as someone else would."""
+    request = urllib.request.Request(
+        os.environ["E2B_API_URL"].rstrip("/") + f"/sandboxes/{sandbox}",
+        headers={"X-API-Key": os.environ["E2B_API_KEY"]},
+        method="DELETE",
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status in (200, 204)
+
+
+def spawn(code: str) -> subprocess.Popen:
+    """Starts ``code`` in a fresh Python process (this one's environment),
+    its stdout and stderr piped as text."""
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ
+    )
+
+
 def run_python(code: str, *, env: Dict[str, Optional[str]], timeout: float = 300) -> subprocess.CompletedProcess:
     """Runs ``code`` in a fresh Python process, in this one's environment
     with ``env`` added (a None value removes the variable); its stdout and

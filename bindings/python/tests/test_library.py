@@ -198,7 +198,9 @@ class TestTypedCalls:
             own = e2b.sandbox_id()
             assert set(forks.sandbox_ids) <= set(sandboxes()) and own in sandboxes()
             # call_tool works in a fork by its id.
-            moved = e2b.call_tool("run_command", {"command": "echo fork > state.txt", "sandbox_id": forks.sandbox_ids[0]})
+            moved = e2b.call_tool(
+                "run_command", {"command": "echo fork > state.txt", "sandbox_id": forks.sandbox_ids[0]}
+            )
             assert moved["success"], moved
             assert e2b.read_file("state.txt") == "base"
             read = e2b.call_tool("read_file", {"path": "state.txt", "sandbox_id": forks.sandbox_ids[0]})
@@ -230,6 +232,8 @@ class TestTypedCalls:
             (lambda: e2b.configure(tools=[1]), TypeError),  # type: ignore[list-item]
             (lambda: e2b.configure(network={"allow_out": "1.1.1.1"}), TypeError),
             (lambda: e2b.configure(api_url="not a url"), e2b_tools.PolicyError),
+            (lambda: e2b.configure(kill_on_exit="yes"), TypeError),  # type: ignore[arg-type]
+            (lambda: e2b.kill(None), TypeError),  # type: ignore[arg-type]
         ]:
             with pytest.raises(error):
                 call()
@@ -245,6 +249,28 @@ class TestTypedCalls:
         assert sandbox in sandboxes()
         assert e2b.shutdown() is True
         assert sandbox not in sandboxes() and e2b.sandbox_id() is None
+
+    def test_kill_by_id(self, component):
+        with component.instantiate() as e2b:
+            e2b.configure(tools="all")
+            kept = e2b.fork_sandbox(count=1, keep=True).sandbox_ids[0]
+            own = e2b.sandbox_id()
+            # Another instance kills it without attaching to it; it was
+            # never that one's, so it tells no stop of it.
+            seen = []
+            other = component.instantiate(on_event=seen.append)
+            assert other.kill(kept) is True
+            assert other.kill(kept) is False
+            assert other.sandbox_id() is None
+            other.close()
+            assert kept not in sandboxes() and own in sandboxes()
+            assert seen == []
+            # Its own is forgotten: the next call makes a fresh one.
+            assert e2b.kill(own) is True
+            assert own not in sandboxes() and e2b.sandbox_id() is None
+            with pytest.raises(e2b_tools.ToolError) as caught:
+                e2b.kill("")
+            assert caught.value.kind == "invalid-argument"
 
 
 def test_a_dropped_instance_is_freed(component):
@@ -268,6 +294,26 @@ class TestMemoryCap:
             e2b.list_tools()
         with component.instantiate() as healthy:
             assert healthy.run_code("3 * 3").text == "9"
+
+    def test_a_trapped_instances_sandbox_is_killed_through_another(self, component):
+        seen = []
+        e2b = component.instantiate(memory_limit=8 * 1024 * 1024, on_event=seen.append)
+        assert e2b.run_command("true").exit_code == 0
+        sandbox = e2b.sandbox_id()
+        with pytest.raises(e2b_tools.InstanceError):
+            e2b.write_file("big.txt", "x" * 12 * 1024 * 1024)
+        assert sandbox in sandboxes()
+        # It cannot be called any more: a fresh instance kills its sandbox.
+        e2b.close()
+        assert sandbox not in sandboxes()
+        poll(lambda: len(seen), lambda n: n >= 7)
+        assert [(e.kind, e.tool, e.error_kind) for e in seen[3:]] == [
+            ("exec_start", "write_file", None),
+            ("error", None, "trapped"),
+            ("exec_end", "write_file", "trapped"),
+            ("sandbox_stop", None, None),
+        ]
+        assert (seen[-1].sandbox_id, seen[-1].detail, seen[-1].success) == (sandbox, "shutdown", True)
 
 
 class Decoy(http.server.ThreadingHTTPServer):

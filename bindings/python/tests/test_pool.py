@@ -2,33 +2,22 @@
 instance taken from it runs in a sandbox made before it was taken; a
 sandbox killed behind the pool's back is never handed out; the pool
 refills; closing it, the end of the process, SIGTERM or SIGINT (while it
-is making a sandbox, too) leaves no sandbox; the ADK
+is making a sandbox, too, as it starts filling, and twice) leaves no
+sandbox and ends the process by the signal within 5 seconds; the ADK
 plugin takes its sandbox from a pool of its own options only."""
 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import urllib.request
+import time
 
 import pytest
 
 import e2b_tools
-from conftest import poll, run_python, sandboxes
 
-
-def kill(sandbox: str) -> None:
-    """Kills a sandbox through the API, as someone else would."""
-    request = urllib.request.Request(
-        os.environ["E2B_API_URL"].rstrip("/") + f"/sandboxes/{sandbox}",
-        headers={"X-API-Key": os.environ["E2B_API_KEY"]},
-        method="DELETE",
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        assert response.status in (200, 204)
+from conftest import kill_behind_its_back as kill
+from conftest import poll, run_python, sandboxes, spawn
 
 
 def waiting(pool: e2b_tools.WarmPool, n: int) -> None:
@@ -57,7 +46,7 @@ def test_a_taken_instance_runs_in_a_sandbox_made_ahead_and_the_pool_refills(comp
 def test_a_sandbox_killed_behind_the_pools_back_is_never_handed_out(component):
     with e2b_tools.WarmPool(1, component=component) as pool:
         waiting(pool, 1)
-        (dead,) = set(sandboxes()) & {e2b._core.sandbox_id for e2b in list(pool._waiting)}
+        (dead,) = set(sandboxes()) & {e2b.sandbox_id() for e2b in list(pool._waiting)}
         kill(dead)
         e2b = pool.take()
         try:
@@ -130,25 +119,40 @@ def test_the_adk_plugin_takes_its_sandbox_from_a_pool_of_its_options(component):
             plugin._e2b.close()
 
 
+@pytest.mark.parametrize(
+    "when, twice",
+    [("refilling", False), ("starting", False), ("starting", True)],
+    ids=["refilling", "starting", "starting-twice"],
+)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_while_the_pool_refills_leaves_no_sandbox(server, signum):
+def test_a_signal_while_the_pool_fills_leaves_no_sandbox(server, signum, when, twice):
     before = set(sandboxes())
     script = (
         "import time, e2b_tools\n"
         "pool = e2b_tools.WarmPool(2)\n"
-        "while pool.stats.waiting < 2: time.sleep(0.05)\n"
-        "e2b = pool.take()\n"
-        # The filler is making the replacement now.
+        # Refilling: the filler makes the replacement of the one taken.
+        # Starting: it makes its first sandboxes.
+        f"if {when == 'refilling'}:\n"
+        "    while pool.stats.waiting < 2: time.sleep(0.05)\n"
+        "    e2b = pool.take()\n"
         "print('ready', flush=True)\n"
         "time.sleep(120)\n"
     )
-    child = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ
-    )
+    child = spawn(script)
     line = child.stdout.readline()
     assert line.strip() == "ready", (line, child.stderr.read())
+    time.sleep(0.05)
+    started = time.monotonic()
     child.send_signal(signum)
+    if twice:
+        time.sleep(0.05)
+        child.send_signal(signum)
     out, err = child.communicate(timeout=60)
+    took = time.monotonic() - started
     assert child.returncode == -signum, (child.returncode, out, err)
+    assert took < 5, (took, err)
+    # No traceback but the KeyboardInterrupt's of Python's SIGINT handler.
+    assert "Exception ignored" not in err, err
+    assert err.count("Traceback") == (1 if signum == signal.SIGINT else 0), err
     left = poll(sandboxes, lambda now: set(now) <= before, seconds=15)
     assert set(left) <= before, err

@@ -47,11 +47,12 @@ class Event:
     #: Whether the call succeeded (``exec_end``), or the sandbox was killed
     #: (``sandbox_stop``).
     success: Optional[bool] = None
-    #: The failure's kind (``not-found``, ``timeout``, …, or ``trapped``).
+    #: The failure's kind (``not-found``, ``timeout``, …, ``trapped`` or
+    #: ``interrupted``).
     error_kind: Optional[str] = None
-    #: ``sandbox_start``: ``created`` or ``resumed``; ``sandbox_stop``:
-    #: ``shutdown``, ``gone``, ``dropped`` or ``exit``; ``snapshot``: the
-    #: snapshot id; ``error``: what failed.
+    #: ``sandbox_start``: ``created``, ``resumed`` or ``forked``;
+    #: ``sandbox_stop``: ``shutdown``, ``gone``, ``released``, ``dropped`` or
+    #: ``exit``; ``snapshot``: the snapshot id; ``error``: what failed.
     detail: Optional[str] = None
     #: The run (an ADK invocation id) the event belongs to, where known.
     run_id: Optional[str] = None

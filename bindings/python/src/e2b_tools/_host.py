@@ -32,6 +32,7 @@ from . import _cache, _outbound, _reaper
 from ._core import Core, unwrap
 from ._events import Event, Subscription
 from ._policy import OutboundPolicy
+from ._sandboxes import Tracker
 
 #: A callback of lifecycle events: a function or a coroutine function.
 EventCallback = Callable[[Event], Any]
@@ -289,6 +290,23 @@ class ToolsComponent:
         :meth:`E2BTools.configure`). ``memory_limit``: the cap on its
         memory, in bytes. ``on_event``: a callback of its lifecycle events
         (:meth:`E2BTools.subscribe`)."""
+        tools = self._instantiate(env, policy=policy, memory_limit=memory_limit)
+        if on_event is not None:
+            tools.subscribe(on_event)
+        return tools
+
+    def _instantiate(
+        self,
+        env: Optional[Mapping[str, str]],
+        *,
+        policy: Optional[OutboundPolicy],
+        memory_limit: int = DEFAULT_MEMORY_LIMIT,
+        tracker: Optional[Tracker] = None,
+        reaped: bool = True,
+    ) -> E2BTools:
+        """An instance whose component reports to ``tracker`` (default: one
+        of its own); unless ``reaped``, not killed at the end (the reaper's
+        own fresh instance)."""
         env = dict(e2b_env() if env is None else env)
         store = Store(self.engine)
         wasi = WasiConfig()
@@ -300,11 +318,10 @@ class ToolsComponent:
         linker = Linker(self.engine)
         linker.add_wasip2()
         linker.add_wasi_http()
-        tools = E2BTools(store, env, policy, self)
+        tools = E2BTools(store, env, policy, self, tracker=tracker, reaped=reaped)
         tools._gate.install(linker, self._helper_linker, store, self._helper, self._http_version)
+        tools._core.tracker.install(linker)
         tools._core.instance = linker.instantiate(store, self.component)
-        if on_event is not None:
-            tools.subscribe(on_event)
         return tools
 
 
@@ -436,7 +453,14 @@ class E2BTools:
     context manager to shut the sandbox down at the end."""
 
     def __init__(
-        self, store: Store, env: Dict[str, str], policy: Optional[OutboundPolicy], component: ToolsComponent
+        self,
+        store: Store,
+        env: Dict[str, str],
+        policy: Optional[OutboundPolicy],
+        component: ToolsComponent,
+        *,
+        tracker: Optional[Tracker] = None,
+        reaped: bool = True,
     ) -> None:
         # Built by ToolsComponent.instantiate.
         self._env = env
@@ -445,13 +469,15 @@ class E2BTools:
             policy
             or OutboundPolicy.for_endpoints(env.get("E2B_API_URL"), env.get("E2B_SANDBOX_URL"), env.get("E2B_DOMAIN"))
         )
-        self._core = Core(component, store, env, self._gate)
-        # Not closed by the end of the process or by the garbage collector:
-        # the sandbox it made is killed then (the reaper's own atexit hook
-        # kills all at once, so the finalizer's is off).
-        _reaper.track(self._core)
-        self._finalizer = weakref.finalize(self, _reaper.reap_later, self._core)
-        self._finalizer.atexit = False
+        self._core = Core(component, store, env, self._gate, tracker)
+        self._finalizer: Optional[weakref.finalize] = None
+        if reaped:
+            # Not closed by the end of the process or by the garbage
+            # collector: the sandboxes it owns are killed then (the reaper's
+            # own atexit hook kills all at once, so the finalizer's is off).
+            _reaper.track(self._core)
+            self._finalizer = weakref.finalize(self, _reaper.reap_later, self._core)
+            self._finalizer.atexit = False
 
     def __enter__(self) -> E2BTools:
         return self
@@ -464,26 +490,31 @@ class E2BTools:
             self.shutdown()
 
     def close(self) -> None:
-        """Shuts the sandbox down (unless the instance trapped) and ends the
-        instance: later calls raise :class:`InstanceError`. (Leaving a
-        ``with`` block only shuts the sandbox down.)"""
+        """Shuts the sandbox down and ends the instance: later calls raise
+        :class:`InstanceError`. (Leaving a ``with`` block only shuts the
+        sandbox down.) A trapped instance's own sandboxes are killed
+        through a fresh instance."""
         core = self._core
         if core.closed:
             return
         try:
             if core.broken is None:
                 core.shutdown()
+            else:
+                core.reap("shutdown")
         finally:
             core.closed = True
             core.helper.stop()
-            self._finalizer.detach()
+            if self._finalizer is not None:
+                self._finalizer.detach()
             _reaper.untrack(core)
 
     def subscribe(self, callback: EventCallback) -> Subscription:
         """Calls ``callback`` (a function, or a coroutine function) with each
         lifecycle :class:`Event` of this instance: ``exec_start``,
         ``exec_end``, ``sandbox_start``, ``sandbox_stop``, ``snapshot``,
-        ``error``, in order. It runs on a thread of its own (a coroutine
+        ``error``, in order, as the component reports them (while the call
+        runs, not after it). It runs on a thread of its own (a coroutine
         function subscribed inside an event loop runs on that loop), behind
         a bounded queue: one that raises, blocks or never returns loses
         events (counted in :attr:`dropped_events` and logged once), never
@@ -509,9 +540,10 @@ class E2BTools:
         return unwrap(self._call(interface, name, *args))
 
     def _tool(self, name: str, *args: Any) -> Any:
-        """A typed tool call (``run-code``, …) with its events."""
+        """A typed tool call (``run-code``, …)."""
+        core = self._core
         tool = name.replace("-", "_")
-        return self._core.execute(tool, lambda: self._call_result("tools", name, *args), lambda _: True)
+        return core.execute(tool, lambda record: unwrap(core.call("tools", name, *args, record=record)))
 
     def _args_type(self, interface: str, name: str) -> Any:
         """The type of a function's first parameter."""
@@ -545,6 +577,7 @@ class E2BTools:
         readiness_timeout_ms: Optional[int] = None,
         sandbox_id: Optional[str] = None,
         tools: Union[str, Sequence[str], None] = None,
+        kill_on_exit: Optional[bool] = None,
     ) -> None:
         """Sets the instance's options (the WIT ``lifecycle.config``; every
         one optional, falling back to the environment, then E2B's default).
@@ -557,9 +590,18 @@ class E2BTools:
         ``["default", "get_background_output"]``. ``on_timeout`` is
         ``"kill"`` or ``"pause"``. Unless the instance was made with an
         explicit ``policy``, the allow-list follows ``domain``, ``api_url``
-        and ``sandbox_url``."""
+        and ``sandbox_url``.
+
+        ``kill_on_exit`` (the host's, not the component's): a sandbox
+        attached to with ``sandbox_id`` (or, with ``on_timeout="pause"``,
+        the one left to pause) is left running when the instance is
+        garbage-collected or the process ends (at exit, SIGTERM, SIGINT);
+        with True it is killed then, as the sandboxes the instance created
+        or forked always are. :meth:`shutdown` and :meth:`close` kill it
+        either way."""
         if isinstance(tools, str):
             tools = [tools]
+        kill_on_exit = bool(_opt_bool("kill_on_exit", kill_on_exit))
         values = {
             "api-key": _opt_text("api_key", api_key),
             "template": _opt_text("template", template),
@@ -592,8 +634,7 @@ class E2BTools:
         self._call_result("lifecycle", "configure", config)
         self._gate.policy = policy
         core = self._core
-        core.attached = sandbox_id
-        core.pauses = on_timeout == "pause"
+        core.kill_on_exit = kill_on_exit
         connection = {
             "api_key": api_key,
             "domain": domain,
@@ -608,12 +649,7 @@ class E2BTools:
         and returns its ID; ``timeout_seconds`` sets its timeout (None: the
         configured one). A warm pool makes sandboxes ahead with this
         (:class:`~e2b_tools.WarmPool`); a failure raises :class:`ToolError`."""
-        core = self._core
-        with core.lock:
-            try:
-                sandbox: str = self._call_result("lifecycle", "prepare", _opt_uint("timeout_seconds", timeout_seconds))
-            finally:
-                core.observe()
+        sandbox: str = self._call_result("lifecycle", "prepare", _opt_uint("timeout_seconds", timeout_seconds))
         return sandbox
 
     def sandbox_id(self) -> Optional[str]:
@@ -622,10 +658,19 @@ class E2BTools:
         return sandbox
 
     def shutdown(self) -> bool:
-        """Kills the sandbox (with ``on_timeout="pause"``, leaves it to
-        pause); True if one was killed. On failure (:class:`ToolError`) the
-        sandbox is kept, so it can be retried."""
+        """Kills the sandbox and the forks made without ``keep`` (with
+        ``on_timeout="pause"``, leaves them to pause); True if the sandbox
+        was killed. On failure (:class:`ToolError`) the sandbox is kept, so
+        it can be retried."""
         return self._core.shutdown()
+
+    def kill(self, sandbox_id: str) -> bool:
+        """Kills sandbox ``sandbox_id`` by its ID, without attaching to it
+        (one request): a fork made with ``keep=True``, or a sandbox another
+        instance or process left running. One of this instance's own is
+        forgotten, as by :meth:`shutdown`. True if it was killed, False if
+        E2B no longer knew it."""
+        return bool(self._call_result("lifecycle", "kill", _text("sandbox_id", sandbox_id)))
 
     # catalog
 
@@ -701,10 +746,9 @@ class E2BTools:
             text = json.dumps(arguments)
         else:
             raise TypeError(f"arguments must be a JSON str or a mapping, not {type(arguments).__name__}")
-        result: Dict[str, Any] = self._core.execute(
-            name,
-            lambda: json.loads(self._call("catalog", "call-tool", name, text)),
-            lambda result: isinstance(result, dict) and result.get("success") is True,
+        core = self._core
+        result: Dict[str, Any] = core.execute(
+            name, lambda record: json.loads(core.call("catalog", "call-tool", name, text, record=record))
         )
         return result
 
@@ -851,7 +895,6 @@ class E2BTools:
             )
         )
         return StoppedProcess(out["pid"], out["exit-code"], out["signal"])
-
 
     def create_snapshot(self, name: Optional[str] = None) -> Snapshot:
         """Saves the sandbox's state as a snapshot that outlives it (its

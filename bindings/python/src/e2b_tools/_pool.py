@@ -41,19 +41,20 @@ _MAX_BACKOFF = 60.0
 _TAKE_WAIT = 30.0
 logger = logging.getLogger("e2b_tools")
 
-#: The pools not closed yet, closed when the process ends (at exit, or
-#: on SIGTERM or SIGINT) before the reaper kills any sandbox: the filler
-#: then kills the sandbox it is making, which the reaper does not know
-#: until its create has answered.
+#: The pools not closed yet: when the process ends (at exit, or on SIGTERM
+#: or SIGINT) they stop filling before the reaper kills any sandbox. The
+#: reaper kills what waits and the sandbox being made (its instance is one
+#: like any other: its component reports the sandbox as soon as it is
+#: created), all at once, without waiting for the filler.
 _open_pools: "weakref.WeakSet[WarmPool]" = weakref.WeakSet()
 
 
-def _close_open_pools(wait: float) -> None:
+def _stop_open_pools(_wait: float) -> None:
     for pool in list(_open_pools):
-        pool._close(wait)
+        pool._stop_filling()
 
 
-_reaper.before_reap(_close_open_pools)
+_reaper.before_reap(_stop_open_pools)
 
 
 @dataclass(frozen=True)
@@ -161,11 +162,14 @@ class WarmPool:
         instances."""
         self._close(30.0)
 
-    def _close(self, wait: float) -> None:
+    def _stop_filling(self) -> None:
         with self._changed:
             self._closed = True
             self._changed.notify_all()
         _open_pools.discard(self)
+
+    def _close(self, wait: float) -> None:
+        self._stop_filling()
         if self._filler is not threading.current_thread():
             self._filler.join(timeout=wait)
         self._drain()
