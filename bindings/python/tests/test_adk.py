@@ -221,6 +221,18 @@ def test_options_the_component_honours_are_accepted(server):
         e2b_tools.adk.E2BPlugin(timeout=0)
 
 
+def test_the_plugin_and_the_executor_take_the_tool_selection(server):
+    plugin = e2b_tools.adk.E2BPlugin(tools="all")
+    names = [tool.name for tool in plugin.get_tools()]
+    assert "get_background_output" in names and "create_snapshot" in names, names
+    plugin = e2b_tools.adk.E2BPlugin(tools=["read_file", "list_files"])
+    assert [tool.name for tool in plugin.get_tools()] == ["read_file", "list_files"]
+    with pytest.raises(ValueError, match="nope"):
+        e2b_tools.adk.E2BPlugin(tools=["nope"])
+    executor = e2b_tools.adk.E2BCodeExecutor(tools="all")
+    assert executor._options["tools"] == "all"
+
+
 def test_plugin_events_carry_the_adk_run_and_agent(server):
     events: List[Any] = []
     plugin = e2b_tools.adk.E2BPlugin(on_event=events.append)

@@ -255,6 +255,10 @@ class E2BPlugin(BasePlugin):
                 continue
             if key in ("domain", "api_url", "sandbox_url"):
                 config[key] = value
+            elif key == "tools":
+                # As the other packages: a name ("default", "all", a tool)
+                # or a list of them; the component checks the names.
+                config["tools"] = value
             elif key == "request_timeout":
                 if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
                     raise ValueError(f"E2BPlugin: request_timeout must be seconds >= 0, not {value!r}")
@@ -278,9 +282,10 @@ class E2BPlugin(BasePlugin):
         self._executors: List[E2BCodeExecutor] = []
 
     def get_tools(self) -> List[BaseTool]:
-        """The six tools, all sharing this plugin's sandbox: ``run_code``,
-        ``run_command``, ``write_file``, ``read_file``, ``list_files``,
-        ``start_background_command``."""
+        """The tools, all sharing this plugin's sandbox: by default the six
+        ``run_code``, ``run_command``, ``write_file``, ``read_file``,
+        ``list_files``, ``start_background_command``; ``tools="all"`` (or
+        a list of names) chooses others, as in the other packages."""
         return [E2BTool(self, spec) for spec in self._specs]
 
     async def close(self) -> None:
