@@ -211,8 +211,20 @@ export interface Config {
   richResults?: boolean;
   /** How long `startBackgroundCommand` waits for its port, in ms. Default: 10000. */
   readinessTimeoutMs?: number;
-  /** Attach to this existing sandbox instead of creating one. */
+  /**
+   * Attach to this existing sandbox instead of creating one. It is not the
+   * instance's own: `shutdown()` and `close()` kill it, but the end of the
+   * process leaves it running unless `killOnExit`.
+   */
   sandboxId?: string;
+  /**
+   * This package's option, not the component's: the end of the process (or
+   * a signal) kills the instance's sandbox even when it is not its own: one
+   * attached to (`sandboxId`), or one left to pause (`onTimeout: 'pause'`).
+   * Default: false. Forks the instance made are its own either way (but
+   * those made with `keep`).
+   */
+  killOnExit?: boolean;
   /**
    * The tools offered (listed, described, callable), by name; `default`
    * (e2b-adk's six) and `all` (adds the two background-process tools) stand
@@ -530,17 +542,26 @@ export interface E2BEvent {
   time: number;
   /** The tool, for `exec_*` and `snapshot`. */
   tool?: string;
-  /** The instance's sandbox, when it has one. */
+  /**
+   * The sandbox: the one started or stopped, the one a call works in (the
+   * first call's `exec_start` already has the sandbox it made), the one a
+   * snapshot was taken of; none for a call that failed before it had one.
+   */
   sandboxId?: string;
-  /** Milliseconds the call took (`exec_end`), or the instance had the sandbox (`sandbox_stop`). */
+  /**
+   * Milliseconds the call took, as the component measured it (`exec_end`),
+   * or the instance had its sandbox (`sandbox_stop`; none for a fork).
+   */
   duration?: number;
   /** Whether the call succeeded (`exec_end`), or the sandbox was killed (`sandbox_stop`). */
   success?: boolean;
-  /** The failure's kind (`not-found`, `timeout`, …, or `trapped`). */
+  /** Why a call failed (`not-found`, `timeout`, …; `trapped` or `session` for `error`). */
   errorKind?: string;
   /**
-   * `sandbox_start`: `created` or `resumed`; `sandbox_stop`: `shutdown` or
-   * `gone`; `snapshot`: the snapshot id; `error`: what failed.
+   * `sandbox_start`: `created`, `resumed` (attached to) or `forked`;
+   * `sandbox_stop`: `shutdown` (killed), `released` (left to pause, or a
+   * fork handed on) or `gone` (found expired or killed elsewhere, at the
+   * next call); `snapshot`: the snapshot id; `error`: what failed.
    */
   detail?: string;
 }
@@ -559,10 +580,13 @@ export interface E2BEvent {
  * {@link E2BTools.droppedEvents}, one process warning) and never breaks
  * or delays a call. `error` events go only to `error` listeners there are.
  *
- * An instance never closed has its sandbox killed when the process exits
- * (its end, `process.exit()`, or SIGTERM, SIGINT and SIGHUP when the
- * application has no listener of its own for them; the signal then still
- * ends the process).
+ * An instance never closed has its sandboxes (the one it created, and its
+ * forks) killed when the process exits (its end, `process.exit()`, or
+ * SIGTERM, SIGINT and SIGHUP when the application has no listener of its
+ * own for them; the signal then still ends the process, within 5 s), also
+ * in the middle of a call: the component reports each sandbox the moment it
+ * has it, and a fresh worker kills them by id. One attached to
+ * (`sandboxId`) or left to pause is left running, unless `killOnExit`.
  */
 export class E2BTools {
   private constructor();
@@ -622,9 +646,10 @@ export class E2BTools {
   /**
    * Shuts the sandbox down, then ends the worker thread: true if a sandbox
    * was killed (a failed kill rejects with its `ToolError`; the worker ends
-   * all the same). Later calls reject; closing again gives false. An
-   * instance that is never closed does not keep Node running; its sandbox
-   * ends at its timeout.
+   * all the same, and the end of the process tries the kill again). Later
+   * calls reject; closing again gives false. An instance that is never
+   * closed does not keep Node running; the end of the process kills its
+   * sandboxes.
    */
   close(): Promise<boolean>;
 

@@ -2,13 +2,15 @@
 // (transpiled by jco) behind an async API. Each instance runs on a worker
 // thread of its own (worker.js), so a tool call never blocks the event loop;
 // calls on one instance run one at a time, in order, as the Rust host runs
-// them. Each instance is an EventEmitter of lifecycle events, and the
-// sandbox of one never closed is killed when the process ends
-// (lifecycle.js). Types and documentation: index.d.ts.
+// them. Each instance is an EventEmitter of lifecycle events, which come
+// from what the component reports as it happens (its `events` import, sent
+// by the worker while the call runs); the sandboxes an instance owns are
+// known from those reports, so the end of the process kills them even in
+// the middle of a call (lifecycle.js). Types and documentation: index.d.ts.
 
 import { EventEmitter } from 'node:events';
 import { readFile, readdir } from 'node:fs/promises';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { EventQueue, setCoreModules, track, untrack, workerExecArgv } from './lifecycle.js';
 import { OutboundPolicy, policyFor, rulesOf } from './policy.js';
 
@@ -137,6 +139,9 @@ const CONFIG_KEYS = [
   'tools',
 ];
 
+/** `configure` options of this package's own, not the component's. */
+const HOST_KEYS = ['killOnExit'];
+
 /** The WIT `network-rules` record, when there are rules. */
 function witNetwork(network) {
   if (network == null) return undefined;
@@ -155,7 +160,7 @@ function witNetwork(network) {
 
 /** The WIT `config` record from the wrapper's options. */
 function witConfig(config) {
-  const c = known('config', config, CONFIG_KEYS);
+  const c = known('config', config, [...CONFIG_KEYS, ...HOST_KEYS]);
   return {
     apiKey: optText('config.apiKey', c.apiKey),
     template: optText('config.template', c.template),
@@ -217,18 +222,28 @@ function toolSpec(spec) {
   };
 }
 
-/** A typed call's answer: a value returned is a success. */
-const TYPED = (value) => [value, true];
+/** A `sandbox_start` event's detail, by the component's `origin`. */
+const START_DETAIL = { created: 'created', attached: 'resumed', forked: 'forked' };
+/** A `sandbox_stop` event's detail, by the component's stop `reason`. */
+const STOP_DETAIL = { killed: 'shutdown', released: 'released', gone: 'gone' };
+/** The requests that never make a sandbox; every tool call and `prepare` may. */
+const MAKES_NONE = new Set(['configure', 'sandboxId', 'shutdown', 'listTools', 'instructions']);
 
-/** One instance of the component: it owns at most one sandbox. */
+/** One instance of the component: it owns at most one sandbox (and its forks). */
 export class E2BTools extends EventEmitter {
   #worker;
+  /** Where the worker's answers and reports arrive, in order. */
+  #port;
+  /** Bumped by the worker at each message it sends; what `#drain` saw. */
+  #seq;
+  #seen = 0;
   /** The last queued call; the next one starts when it has settled. */
   #tail = Promise.resolve();
   /** Queued and running calls: the worker keeps Node alive only while some are. */
   #pending = 0;
-  /** The running call's promise callbacks. */
+  /** The running request's promise callbacks, and what it is. */
   #current;
+  #running;
   /** Why no more calls can run (closed, or the worker died). */
   #stopped;
   /** The `E2B_*` variables the component was given. */
@@ -237,28 +252,30 @@ export class E2BTools extends EventEmitter {
   #policy;
   /** Whether the host gave it (then `configure` leaves it alone). */
   #explicitPolicy;
-  /** The sandbox the component reported after the last call, and since when. */
+  /** The instance's own sandbox (not a fork), as reported: `{id, since}`, or null. */
   #sandbox = null;
-  #since;
-  /** The sandbox `configure({sandboxId})` attached to: not ours to kill. */
-  #attached;
-  /** `onTimeout: 'pause'`: the sandbox is left to pause, not killed. */
-  #pauses = false;
-  /** The connection options, for a reaper attaching to the sandbox. */
+  /** The sandboxes the component reported as ours to kill, oldest first. */
+  #owned = [];
+  /** `configure({killOnExit})`: the exit cleanup kills the sandbox even if not ours. */
+  #killOnExit = false;
+  /** The connection options, for a reaper killing our sandboxes by id. */
   #connection = {};
   #events;
   #dropped = 0;
   #warned = false;
 
   /** Use `loadE2BTools()`. */
-  constructor(worker, env, policy, explicitPolicy) {
+  constructor(worker, port, seq, env, policy, explicitPolicy) {
     super();
     this.#events = new EventQueue(this, (event, why) => this.#drop(event, why));
     this.#worker = worker;
+    this.#port = port;
+    this.#seq = new Int32Array(seq);
     this.#env = env;
     this.#policy = policy;
     this.#explicitPolicy = explicitPolicy;
-    worker.on('message', (answer) => this.#answer(answer));
+    port.on('message', (message) => this.#message(message));
+    port.unref();
     worker.on('error', (err) =>
       this.#stop(new Error(`the e2b-tools worker failed: ${err.message}`)),
     );
@@ -266,16 +283,12 @@ export class E2BTools extends EventEmitter {
       this.#stop(new Error(`the e2b-tools worker exited (code ${code})`)),
     );
     worker.unref();
-    track(this, () =>
-      this.#sandbox && this.#sandbox !== this.#attached && !this.#pauses && !this.#stopped
-        ? {
-            sandboxId: this.#sandbox,
-            env: this.#env,
-            rules: rulesOf(this.#policy),
-            config: witConfig(this.#connection),
-          }
-        : null,
-    );
+    track(this, {
+      drain: () => this.#drain(),
+      making: () => this.#making(),
+      wait: (ms) => Atomics.wait(this.#seq, 0, this.#seen, ms),
+      targets: () => this.#exitTargets(),
+    });
   }
 
   /** Events lost over all listeners (the queue was full, or a listener threw). */
@@ -298,29 +311,69 @@ export class E2BTools extends EventEmitter {
     this.#events.push({ kind, time: Date.now(), ...fields });
   }
 
-  /** Follows the component's sandbox; tells of its start or loss. */
-  #observe(sandboxId) {
-    if (sandboxId === undefined || sandboxId === this.#sandbox) return;
-    if (this.#sandbox) this.#stopped_('gone', false);
-    if (sandboxId) {
-      const detail = sandboxId === this.#attached ? 'resumed' : 'created';
-      this.#publish('sandbox_start', { sandboxId, detail });
-      this.#since = Date.now();
+  #message(message) {
+    if (message.report) this.#report(message.report);
+    else if (!message.ready) this.#answer(message);
+  }
+
+  /** One report of the component (WIT `events`), as it happened. */
+  #report(report) {
+    const { sandboxId } = report;
+    switch (report.type) {
+      case 'sandbox-started':
+        if (report.owned && !this.#owned.includes(sandboxId)) this.#owned.push(sandboxId);
+        if (report.origin !== 'forked') {
+          this.#sandbox = { id: sandboxId, since: Date.now() };
+        }
+        this.#publish('sandbox_start', {
+          sandboxId,
+          detail: START_DETAIL[report.origin] ?? report.origin,
+        });
+        break;
+      case 'sandbox-stopped': {
+        this.#owned = this.#owned.filter((id) => id !== sandboxId);
+        let duration;
+        if (this.#sandbox?.id === sandboxId) {
+          duration = Date.now() - this.#sandbox.since;
+          this.#sandbox = null;
+        }
+        this.#publish('sandbox_stop', {
+          sandboxId,
+          detail: STOP_DETAIL[report.reason] ?? report.reason,
+          success: report.reason === 'killed',
+          duration,
+        });
+        break;
+      }
+      case 'exec-started':
+        this.#publish('exec_start', { tool: report.tool, sandboxId });
+        break;
+      case 'exec-ended':
+        this.#publish('exec_end', {
+          tool: report.tool,
+          sandboxId,
+          duration: report.durationMs,
+          success: report.errorKind == null,
+          errorKind: report.errorKind,
+        });
+        break;
+      case 'snapshot-created':
+        this.#publish('snapshot', {
+          tool: 'create_snapshot',
+          sandboxId,
+          detail: report.snapshotId,
+        });
+        break;
+      default:
+        // A kind this package does not know (a newer component): not told.
+        break;
     }
-    this.#sandbox = sandboxId;
   }
 
-  #stopped_(detail, killed) {
-    const duration = this.#since === undefined ? undefined : Date.now() - this.#since;
-    this.#publish('sandbox_stop', { sandboxId: this.#sandbox, detail, success: killed, duration });
-    this.#sandbox = null;
-    this.#since = undefined;
-  }
-
-  #answer({ value, toolError, error, sandboxId }) {
-    this.#lastSandbox = sandboxId;
+  #answer({ value, toolError, error }) {
     const current = this.#current;
     this.#current = undefined;
+    this.#running = undefined;
     if (toolError) current?.reject(new ToolError(toolError));
     else if (error) current?.reject(Object.assign(new Error(error.message), { name: error.name }));
     else current?.resolve(value);
@@ -330,6 +383,50 @@ export class E2BTools extends EventEmitter {
     this.#stopped ??= reason;
     this.#current?.reject(this.#stopped);
     this.#current = undefined;
+    this.#running = undefined;
+  }
+
+  // What the exit cleanup (lifecycle.js) asks, synchronously: it cannot
+  // wait for the port's 'message' events.
+
+  /** Takes in every message the worker has sent (reports and answers). */
+  #drain() {
+    this.#seen = Atomics.load(this.#seq, 0);
+    for (;;) {
+      let received;
+      try {
+        received = receiveMessageOnPort(this.#port);
+      } catch {
+        return;
+      }
+      if (received === undefined) return;
+      this.#message(received.message);
+    }
+  }
+
+  /**
+   * Whether the running call may be making a sandbox not reported yet: a
+   * tool call or `prepare` with no sandbox (it creates one), or a fork.
+   */
+  #making() {
+    const running = this.#running;
+    if (!running || this.#stopped || MAKES_NONE.has(running.op)) return false;
+    const forks = running.op === 'forkSandbox' || running.tool === 'fork_sandbox';
+    return forks || this.#sandbox === null;
+  }
+
+  /** What the exit cleanup kills: our sandboxes, newest first (forks first). */
+  #exitTargets() {
+    const sandboxIds = [...this.#owned].reverse();
+    const own = this.#sandbox?.id;
+    if (this.#killOnExit && own && !sandboxIds.includes(own)) sandboxIds.push(own);
+    if (sandboxIds.length === 0) return null;
+    return {
+      sandboxIds,
+      env: this.#env,
+      rules: rulesOf(this.#policy),
+      config: witConfig(this.#connection),
+    };
   }
 
   /** Runs `task` after every call queued before it. */
@@ -347,53 +444,37 @@ export class E2BTools extends EventEmitter {
     return new Promise((resolve, reject) => {
       if (this.#stopped) return reject(this.#stopped);
       this.#current = { resolve, reject };
+      this.#running = { op, tool: op === 'callTool' ? args[0] : undefined };
       this.#worker.postMessage({ op, args });
     });
   }
-
-  /** The sandbox the last answer reported. */
-  #lastSandbox;
 
   #call(op, ...args) {
     return this.#enqueue(() => this.#send(op, ...args));
   }
 
-  /** A tool call with its events: exec_start, the sandbox's start or stop, exec_end. */
-  #tool(tool, op, read, ...args) {
+  /**
+   * A tool call. Its events (exec_start, a sandbox's start or loss,
+   * exec_end, snapshot) come from the component as they happen; the host
+   * adds an `error` event when the call fails other than as a tool (a trap).
+   */
+  #tool(tool, op, ...args) {
     return this.#enqueue(async () => {
       // A closed (or dead) instance runs nothing: no events either.
       if (this.#stopped) throw this.#stopped;
-      this.#publish('exec_start', { tool, sandboxId: this.#sandbox ?? undefined });
-      const started = Date.now();
-      let success = false;
-      let errorKind;
-      this.#lastSandbox = undefined;
-      let result;
       try {
-        [result, success] = read(await this.#send(op, ...args));
-        return result;
+        return await this.#send(op, ...args);
       } catch (err) {
-        // jco throws a trap as WebAssembly's RuntimeError.
-        errorKind =
-          err instanceof ToolError ? err.kind : err?.name === 'RuntimeError' ? 'trapped' : 'session';
         if (!(err instanceof ToolError)) {
-          this.#publish('error', { tool, errorKind, detail: String(err?.message ?? err) });
+          // jco throws a trap as WebAssembly's RuntimeError.
+          this.#publish('error', {
+            tool,
+            sandboxId: this.#sandbox?.id,
+            errorKind: err?.name === 'RuntimeError' ? 'trapped' : 'session',
+            detail: String(err?.message ?? err),
+          });
         }
         throw err;
-      } finally {
-        this.#observe(this.#lastSandbox);
-        this.#publish('exec_end', {
-          tool,
-          sandboxId: this.#sandbox ?? undefined,
-          duration: Date.now() - started,
-          success,
-          errorKind,
-        });
-        if (tool === 'create_snapshot' && success) {
-          // A callTool dict, or the typed call's record.
-          const detail = String(result?.snapshot_id ?? result?.snapshotId ?? '');
-          this.#publish('snapshot', { tool, sandboxId: this.#sandbox ?? undefined, detail });
-        }
       }
     });
   }
@@ -404,12 +485,12 @@ export class E2BTools extends EventEmitter {
 
   async configure(config = {}) {
     const wit = witConfig(config);
+    const killOnExit = optBoolean('config.killOnExit', config.killOnExit) ?? false;
     // Computed now, so a bad URL is refused before the component takes it.
     const next = this.#explicitPolicy ? null : policyFor(wit, this.#env);
     await this.#call('configure', wit, next && rulesOf(next));
     if (next) this.#policy = next;
-    this.#attached = wit.sandboxId;
-    this.#pauses = wit.onTimeout === 'pause';
+    this.#killOnExit = killOnExit;
     const { apiKey, domain, apiUrl, sandboxUrl, requestTimeoutMs } = wit;
     this.#connection = Object.fromEntries(
       Object.entries({ apiKey, domain, apiUrl, sandboxUrl, requestTimeoutMs }).filter(
@@ -423,15 +504,7 @@ export class E2BTools extends EventEmitter {
   }
 
   prepare(timeoutSeconds) {
-    const timeout = optU32('timeoutSeconds', timeoutSeconds);
-    return this.#enqueue(async () => {
-      this.#lastSandbox = undefined;
-      try {
-        return await this.#send('prepare', timeout);
-      } finally {
-        this.#observe(this.#lastSandbox);
-      }
-    });
+    return this.#call('prepare', optU32('timeoutSeconds', timeoutSeconds));
   }
 
   shutdown() {
@@ -439,20 +512,16 @@ export class E2BTools extends EventEmitter {
   }
 
   async #shutdown() {
-    let killed;
     try {
-      killed = await this.#send('shutdown');
+      return await this.#send('shutdown');
     } catch (err) {
       this.#publish('error', {
-        sandboxId: this.#sandbox ?? undefined,
+        sandboxId: this.#sandbox?.id,
         errorKind: err instanceof ToolError ? err.kind : 'session',
         detail: `sandbox shutdown failed: ${err?.message ?? err}`,
       });
       throw err;
     }
-    if (this.#sandbox) this.#stopped_('shutdown', killed);
-    this.#attached = undefined;
-    return killed;
   }
 
   close() {
@@ -462,7 +531,8 @@ export class E2BTools extends EventEmitter {
         return await this.#shutdown();
       } finally {
         this.#stop(new Error('this E2BTools instance is closed'));
-        untrack(this);
+        // A sandbox a failed shutdown left is still the exit cleanup's.
+        if (this.#owned.length === 0) untrack(this);
         await this.#worker.terminate();
       }
     });
@@ -506,16 +576,7 @@ export class E2BTools extends EventEmitter {
   async callTool(name, args) {
     const json = argumentsJson(args);
     const tool = text('callTool name', name);
-    return this.#tool(
-      tool,
-      'callTool',
-      (raw) => {
-        const result = JSON.parse(raw);
-        return [result, result?.success === true];
-      },
-      tool,
-      json,
-    );
+    return JSON.parse(await this.#tool(tool, 'callTool', tool, json));
   }
 
   async runCode(args) {
@@ -525,7 +586,7 @@ export class E2BTools extends EventEmitter {
       'envs',
       'timeoutSeconds',
     ]);
-    return this.#tool('run_code', 'runCode', TYPED, {
+    return this.#tool('run_code', 'runCode', {
       code: text('code', code),
       language: optText('language', language),
       envs: pairs('envs', envs),
@@ -540,7 +601,7 @@ export class E2BTools extends EventEmitter {
       'envs',
       'timeoutSeconds',
     ]);
-    return this.#tool('run_command', 'runCommand', TYPED, {
+    return this.#tool('run_command', 'runCommand', {
       command: text('command', command),
       cwd: optText('cwd', cwd),
       envs: pairs('envs', envs),
@@ -549,15 +610,15 @@ export class E2BTools extends EventEmitter {
   }
 
   async writeFile(path, content) {
-    await this.#tool('write_file', 'writeFile', TYPED, text('path', path), text('content', content));
+    await this.#tool('write_file', 'writeFile', text('path', path), text('content', content));
   }
 
   async readFile(path) {
-    return this.#tool('read_file', 'readFile', TYPED, text('path', path));
+    return this.#tool('read_file', 'readFile', text('path', path));
   }
 
   async listFiles(path) {
-    return this.#tool('list_files', 'listFiles', TYPED, optText('path', path));
+    return this.#tool('list_files', 'listFiles', optText('path', path));
   }
 
   async startBackgroundCommand(args) {
@@ -566,7 +627,7 @@ export class E2BTools extends EventEmitter {
       args,
       ['command', 'port', 'cwd', 'envs', 'timeoutSeconds'],
     );
-    return this.#tool('start_background_command', 'startBackgroundCommand', TYPED, {
+    return this.#tool('start_background_command', 'startBackgroundCommand', {
       command: text('command', command),
       port: optU16('port', port),
       cwd: optText('cwd', cwd),
@@ -583,7 +644,7 @@ export class E2BTools extends EventEmitter {
             stdout: offset('since.stdout', object('since', since).stdout),
             stderr: offset('since.stderr', since.stderr),
           };
-    const output = await this.#tool('get_background_output', 'getBackgroundOutput', TYPED, u32('pid', pid), offsets);
+    const output = await this.#tool('get_background_output', 'getBackgroundOutput', u32('pid', pid), offsets);
     // The output kept per stream is capped (64 MiB): offsets fit a number.
     const { stdout, stderr } = output.nextSince;
     return { ...output, nextSince: { stdout: Number(stdout), stderr: Number(stderr) } };
@@ -592,11 +653,11 @@ export class E2BTools extends EventEmitter {
   async stopBackgroundCommand(pid, signal) {
     const name =
       signal == null ? undefined : oneOf('signal', text('signal', signal).toLowerCase(), SIGNALS);
-    return this.#tool('stop_background_command', 'stopBackgroundCommand', TYPED, u32('pid', pid), name);
+    return this.#tool('stop_background_command', 'stopBackgroundCommand', u32('pid', pid), name);
   }
 
   async createSnapshot(name) {
-    return this.#tool('create_snapshot', 'createSnapshot', TYPED, optText('name', name));
+    return this.#tool('create_snapshot', 'createSnapshot', optText('name', name));
   }
 
   async forkSandbox(args = {}) {
@@ -605,7 +666,7 @@ export class E2BTools extends EventEmitter {
       'timeoutSeconds',
       'keep',
     ]);
-    return this.#tool('fork_sandbox', 'forkSandbox', TYPED, {
+    return this.#tool('fork_sandbox', 'forkSandbox', {
       count: optU32('count', count),
       timeoutSeconds: optU32('timeoutSeconds', timeoutSeconds),
       keep: boolean('keep', keep),
@@ -637,23 +698,39 @@ export async function loadE2BTools(options = {}) {
   const picked = e2bEnv(env);
   // Checks the endpoints now, for a clear error; the worker enforces them.
   const initial = policy ?? policyFor({}, picked);
+  // The worker's answers and reports, on a port the exit cleanup can read
+  // synchronously, and the count of its messages it can wait on.
+  const { port1, port2 } = new MessageChannel();
+  const seq = new SharedArrayBuffer(4);
   const worker = new Worker(new URL('./worker.js', import.meta.url), {
-    workerData: { env: picked, rules: rulesOf(initial), coreModules: await compileCoreModules() },
+    workerData: {
+      env: picked,
+      rules: rulesOf(initial),
+      coreModules: await compileCoreModules(),
+      port: port2,
+      seq,
+    },
+    transferList: [port2],
     // The worker's own process.env is the same few variables.
     env: picked,
     execArgv: workerExecArgv(),
   });
-  await new Promise((resolve, reject) => {
-    const failed = (err) =>
-      reject(new Error(`the e2b-tools component did not load: ${err.message}`));
-    const exited = (code) => failed(new Error(`its worker exited (code ${code})`));
-    worker.once('error', failed);
-    worker.once('exit', exited);
-    worker.once('message', () => {
-      worker.off('error', failed);
-      worker.off('exit', exited);
-      resolve();
+  try {
+    await new Promise((resolve, reject) => {
+      const failed = (err) =>
+        reject(new Error(`the e2b-tools component did not load: ${err.message}`));
+      const exited = (code) => failed(new Error(`its worker exited (code ${code})`));
+      worker.once('error', failed);
+      worker.once('exit', exited);
+      port1.once('message', () => {
+        worker.off('error', failed);
+        worker.off('exit', exited);
+        resolve();
+      });
     });
-  });
-  return new E2BTools(worker, picked, initial, policy != null);
+  } catch (err) {
+    port1.close();
+    throw err;
+  }
+  return new E2BTools(worker, port1, seq, picked, initial, policy != null);
 }

@@ -1,7 +1,10 @@
 // e2b-tools-mcp: the component's tools as an MCP server on stdio, for MCP
 // clients that start servers with npx (`npx -y e2b-tools`). One connection
 // is one component instance and one sandbox, made by the first tool call and
-// killed when the client goes away (end of stdin, SIGTERM, SIGINT). Needs
+// killed when the client goes away (end of stdin, SIGTERM, SIGINT), also in
+// the middle of a call: the instance's close waits for a running call, so
+// after CLOSE_GRACE_MS the process exits and the package's exit cleanup
+// kills the sandbox by its id (lifecycle.js). Needs
 // E2B_API_KEY: this package runs sandboxes on E2B only (the local backend is
 // the Rust CLI's).
 import { readFileSync } from 'node:fs';
@@ -13,6 +16,9 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import { loadE2BTools } from './index.js';
 
 const { version } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
+
+/** How long the client's leaving waits for the instance's close before the process exits. */
+const CLOSE_GRACE_MS = 1_000;
 
 /** The MCP tool list entry of a component tool spec. */
 export function mcpTool(spec) {
@@ -64,10 +70,16 @@ export async function serve({ env = process.env } = {}) {
   const closed = new Promise((resolve) => {
     server.onclose = () => close().then(resolve, resolve);
   });
+  // A close stuck behind a running call: exit, and the exit cleanup kills
+  // the sandbox without the busy instance.
+  const leave = () => {
+    setTimeout(() => process.exit(0), CLOSE_GRACE_MS).unref();
+    return close();
+  };
   for (const signal of ['SIGTERM', 'SIGINT']) {
-    process.once(signal, () => close().finally(() => process.exit(0)));
+    process.once(signal, () => leave().finally(() => process.exit(0)));
   }
-  process.stdin.once('end', () => close());
+  process.stdin.once('end', leave);
   await server.connect(new StdioServerTransport());
   await closed;
 }

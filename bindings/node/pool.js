@@ -6,8 +6,9 @@
 // backstop if the process dies; `take()` gives it the configured timeout
 // and proves it lives (a dead one is dropped and the next taken); a pool
 // that cannot fill backs off and `take()` gives a fresh instance. Waiting
-// instances are tracked like any (lifecycle.js): the end of the process
-// kills their sandboxes too.
+// instances are tracked like any (lifecycle.js), their sandboxes known from
+// the component's reports: the end of the process (or a signal) kills them
+// too, the one the filler is making included.
 
 import { loadE2BTools } from './index.js';
 

@@ -3,21 +3,35 @@
 // so the component runs here and the application's event loop stays free.
 //
 // The worker answers one request at a time, in the order they arrive: a
-// request is `{op, args}`, an answer `{value}`, `{toolError}` (a failed
-// typed call's tool-error) or `{error}` (a trap or a bug), each with the
-// component's `sandboxId` after the call (the main thread's events and its
-// exit cleanup follow it).
+// request (on parentPort) is `{op, args}`, an answer `{value}`,
+// `{toolError}` (a failed typed call's tool-error) or `{error}` (a trap or a
+// bug). What the component reports through its `events` import (a sandbox
+// started or stopped, a call began or ended, a snapshot) is sent the moment
+// it is reported, as `{report}`, while the call still runs. Answers and
+// reports go out on one port (`workerData.port`, so in order), and each
+// message bumps `workerData.seq` (a SharedArrayBuffer): a main thread that
+// cannot wait for an event (in process.on('exit'), in a signal's cleanup)
+// reads them with receiveMessageOnPort and waits with Atomics.wait.
 //
-// Started with `workerData.reap`, it is a reaper instead: it attaches to
-// that sandbox, shuts it down and says so through a SharedArrayBuffer, for
-// a main thread that waits synchronously (in process.on('exit')).
+// Started with `workerData.reap`, it is a reaper instead: configured like
+// the instance it stands in for, it kills sandboxes by id (the component's
+// `kill`, one DELETE each, no attaching) and says how it went through a
+// SharedArrayBuffer, for a main thread that waits synchronously.
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { WASIShim } from '@bytecodealliance/preview2-shim/instantiation';
 import { instantiate } from './generated/e2b_tools.js';
 import { OutboundPolicy } from './policy.js';
 
-const { env, rules, coreModules, reap } = workerData;
+const { env, rules, coreModules, reap, port, seq } = workerData;
+const sent = seq && new Int32Array(seq);
+
+/** Sends one message to the main thread, and says so on `seq`. */
+function send(message) {
+  port.postMessage(message);
+  Atomics.add(sent, 0, 1);
+  Atomics.notify(sent, 0);
+}
 /** The allow-list; `configure` replaces it unless the host fixed it. */
 let policy = new OutboundPolicy(rules);
 
@@ -39,6 +53,24 @@ imports['wasi:http/outgoing-handler'] = {
     return http.handle(request, options);
   },
 };
+
+// The component's lifecycle reports. `report` must return promptly and
+// never fail the call: a reaper (no port) keeps none, and one that cannot
+// be sent is lost.
+function report(event) {
+  if (!port) return;
+  try {
+    const { tag, val } = event;
+    const fields = { ...val };
+    if (typeof fields.durationMs === 'bigint') fields.durationMs = Number(fields.durationMs);
+    send({ report: { type: tag, ...fields } });
+  } catch {
+    // Lost: the call goes on.
+  }
+}
+// jco's instantiate reads the import by its unversioned name; the
+// versioned one is the key its ImportObject type names.
+imports['e2b:tools/events'] = imports['e2b:tools/events@0.1.0'] = { report };
 
 const component = await instantiate((name) => coreModules[name], imports);
 
@@ -69,42 +101,38 @@ const ops = {
   forkSandbox: (args) => component.tools.forkSandbox(args),
 };
 
-/** The sandbox the component holds now (undefined if it cannot say). */
-function currentSandbox() {
-  try {
-    return component.lifecycle.sandboxId() ?? null;
-  } catch {
-    return undefined;
-  }
-}
-
 if (reap) {
-  // A listing connects to the sandbox; the shutdown then kills it.
-  const done = new Int32Array(reap.flag);
+  // state[0]: 1 when done; state[1 + i]: 1 once sandboxIds[i] is killed
+  // (or E2B no longer knew it).
+  const state = new Int32Array(reap.state);
   try {
-    component.lifecycle.configure({ ...reap.config, sandboxId: reap.sandboxId });
-    component.catalog.callTool('list_files', '{"path": "/"}');
-    Atomics.store(done, 0, component.lifecycle.shutdown() ? 1 : 2);
+    component.lifecycle.configure(reap.config);
+    reap.sandboxIds.forEach((id, i) => {
+      try {
+        component.lifecycle.kill(id);
+        Atomics.store(state, 1 + i, 1);
+      } catch {
+        // Left at 0: not killed.
+      }
+    });
   } catch {
-    Atomics.store(done, 0, 3);
+    // Not configurable: none killed.
   }
-  Atomics.notify(done, 0);
+  Atomics.store(state, 0, 1);
+  Atomics.notify(state, 0);
   process.exit(0);
 }
 
 parentPort.on('message', ({ op, args }) => {
   try {
-    const value = ops[op](...args);
-    parentPort.postMessage({ value, sandboxId: currentSandbox() });
+    send({ value: ops[op](...args) });
   } catch (err) {
     // jco throws a typed export's `err` as a ComponentError with `payload`.
     if (err?.payload && typeof err.payload === 'object' && 'kind' in err.payload) {
-      parentPort.postMessage({ toolError: { ...err.payload }, sandboxId: currentSandbox() });
+      send({ toolError: { ...err.payload } });
     } else {
-      parentPort.postMessage({
-        error: { name: err?.name ?? 'Error', message: String(err?.message ?? err) },
-      });
+      send({ error: { name: err?.name ?? 'Error', message: String(err?.message ?? err) } });
     }
   }
 });
-parentPort.postMessage({ ready: true });
+send({ ready: true });

@@ -2,7 +2,8 @@
 // stdio), driven by the official MCP client against the local server: the
 // tools listed with their schemas and hints, state kept across calls of one
 // connection, a failed call an error result, the sandbox killed when the
-// client closes; without E2B_API_KEY it says what is missing.
+// client closes, also in the middle of a call; without E2B_API_KEY it says
+// what is missing.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -10,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { DEFAULT_TOOLS, liveSandboxes, sleep } from './server.js';
+import { DEFAULT_TOOLS, liveSandboxes, sleep, until } from './server.js';
 
 const LIMIT = { timeout: 90_000 };
 const APP = fileURLToPath(new URL('..', import.meta.url));
@@ -55,6 +56,38 @@ describe('e2b-tools-mcp', LIMIT, () => {
       live = await liveSandboxes();
     }
     assert.ok(!live.includes(mine[0]), 'the sandbox is killed when the client closes');
+  });
+
+  it('kills the sandbox when the client leaves in the middle of a call', async () => {
+    const before = new Set(await liveSandboxes());
+    const client = new Client({ name: 'e2b-tools-test', version: '1.0.0' });
+    await client.connect(
+      new StdioClientTransport({
+        command: 'npx',
+        args: ['--no-install', 'e2b-tools-mcp'],
+        cwd: APP,
+        env: process.env,
+        stderr: 'inherit',
+      }),
+    );
+    // Never answered: the client leaves first.
+    const call = client
+      .callTool({ name: 'run_command', arguments: { command: 'sleep 60' } })
+      .catch(() => {});
+    const mine = await until(
+      async () => (await liveSandboxes()).filter((id) => !before.has(id)),
+      (ids) => ids.length > 0,
+    );
+    assert.equal(mine.length, 1);
+    await sleep(500);
+    // The SDK ends stdin, and SIGTERM then SIGKILL after 2 s each: the
+    // server must be done before the SIGKILL.
+    const started = Date.now();
+    await client.close();
+    assert.ok(Date.now() - started < 4_000);
+    const live = await until(liveSandboxes, (ids) => !ids.includes(mine[0]));
+    assert.ok(!live.includes(mine[0]), 'the sandbox is killed when the client leaves');
+    await call;
   });
 
   it('says what is missing without E2B_API_KEY', () => {

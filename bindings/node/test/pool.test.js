@@ -1,12 +1,13 @@
 // The warm pool through the real component and the local server: an
 // instance taken from it runs in a sandbox made before it was taken; a
 // sandbox killed behind the pool's back is never handed out; the pool
-// refills; closing it leaves no sandbox of its own.
+// refills; closing it, the script's end, or a signal (also while it is
+// still making its sandboxes) leaves no sandbox of its own.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MAX_POOL_SIZE, ToolError, WarmPool } from 'e2b-tools';
-import { liveSandboxes, script, until } from './server.js';
+import { killNew, liveSandboxes, script, slowCreates, until } from './server.js';
 
 const { E2B_API_URL, E2B_API_KEY } = process.env;
 const LIMIT = { timeout: 120_000 };
@@ -146,6 +147,48 @@ describe('WarmPool', LIMIT, () => {
         left.filter((id) => !before.has(id)),
         [],
       );
+    });
+  }
+
+  for (const signal of ['SIGTERM', 'SIGINT']) {
+    it(`leaves no sandbox on ${signal} while it fills, and no stack trace`, async () => {
+      const before = new Set(await liveSandboxes());
+      // Signalled when the server has made the second sandbox and its
+      // answer is still on the way: one waits, one is being made.
+      let child;
+      let creates = 0;
+      let signalledAt;
+      const proxy = await slowCreates(1000, () => {
+        creates += 1;
+        if (creates !== 2) return;
+        signalledAt = Date.now();
+        child.kill(signal);
+      });
+      try {
+        const started = script(
+          `
+          import { WarmPool } from 'e2b-tools';
+          await WarmPool.start(3);
+          await new Promise((resolve) => setTimeout(resolve, 120_000));
+        `,
+          { env: { E2B_API_URL: proxy.url } },
+        );
+        child = started.child;
+        const ended = await started.exited;
+        assert.ok(signalledAt, `never signalled: ${ended.stdout} ${ended.stderr}`);
+        const took = Date.now() - signalledAt;
+        assert.equal(ended.signal, signal, `code ${ended.code}: ${ended.stdout} ${ended.stderr}`);
+        assert.ok(took < 5_000, `ended ${took} ms after the signal`);
+        assert.equal(ended.stderr, '');
+        const left = await until(liveSandboxes, (ids) => ids.every((id) => before.has(id)));
+        assert.deepEqual(
+          left.filter((id) => !before.has(id)),
+          [],
+        );
+      } finally {
+        await proxy.close();
+        await killNew(before);
+      }
     });
   }
 

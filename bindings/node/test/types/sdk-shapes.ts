@@ -107,6 +107,9 @@ export async function typed(): Promise<void> {
   await e2b.configure({ timeout: 5 });
   // @ts-expect-error: not a signal.
   await e2b.stopBackgroundCommand(1, 'sigfoo');
+  await e2b.configure({ sandboxId: 'sbx', killOnExit: true });
+  // @ts-expect-error: a boolean.
+  await e2b.configure({ killOnExit: 'yes' });
 }
 
 // Each shape keeps its literal `type`, so a mixed list still narrows.
