@@ -16,19 +16,25 @@ import { DEFAULT_TOOLS, liveSandboxes, sleep, until } from './server.js';
 const LIMIT = { timeout: 90_000 };
 const APP = fileURLToPath(new URL('..', import.meta.url));
 
+/** The official client, connected to the package's MCP server on stdio. */
+async function connectClient() {
+  const client = new Client({ name: 'e2b-tools-test', version: '1.0.0' });
+  await client.connect(
+    new StdioClientTransport({
+      command: 'npx',
+      args: ['--no-install', 'e2b-tools-mcp'],
+      cwd: APP,
+      env: process.env,
+      stderr: 'inherit',
+    }),
+  );
+  return client;
+}
+
 describe('e2b-tools-mcp', LIMIT, () => {
   it('serves the tools over stdio to the official MCP client', async () => {
     const before = await liveSandboxes();
-    const client = new Client({ name: 'e2b-tools-test', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: 'npx',
-        args: ['--no-install', 'e2b-tools-mcp'],
-        cwd: APP,
-        env: process.env,
-        stderr: 'inherit',
-      }),
-    );
+    const client = await connectClient();
     assert.match(client.getInstructions() ?? '', /sandbox/);
     const { tools } = await client.listTools();
     const names = tools.map((tool) => tool.name);
@@ -60,16 +66,7 @@ describe('e2b-tools-mcp', LIMIT, () => {
 
   it('kills the sandbox when the client leaves in the middle of a call', async () => {
     const before = new Set(await liveSandboxes());
-    const client = new Client({ name: 'e2b-tools-test', version: '1.0.0' });
-    await client.connect(
-      new StdioClientTransport({
-        command: 'npx',
-        args: ['--no-install', 'e2b-tools-mcp'],
-        cwd: APP,
-        env: process.env,
-        stderr: 'inherit',
-      }),
-    );
+    const client = await connectClient();
     // Never answered: the client leaves first.
     const call = client
       .callTool({ name: 'run_command', arguments: { command: 'sleep 60' } })

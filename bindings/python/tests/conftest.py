@@ -130,3 +130,15 @@ class Ticker:
     def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
+
+
+def send_stop(child: Any, signum: int, twice: bool = False) -> float:
+    """Sends ``signum`` to ``child`` (``twice``: again 50 ms later), 50 ms
+    after it said it was ready; when it was first sent (monotonic)."""
+    time.sleep(0.05)
+    started = time.monotonic()
+    child.send_signal(signum)
+    if twice:
+        time.sleep(0.05)
+        child.send_signal(signum)
+    return started

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import poll, run_python, sandboxes, spawn
+from conftest import poll, run_python, sandboxes, send_stop, spawn
 
 
 def leaves_nothing(before):
@@ -146,12 +146,7 @@ def test_a_signal_while_the_first_call_starts_leaves_no_sandbox(server, signum, 
     child = long_call(first=True)
     line = child.stdout.readline()
     assert line.startswith("calling"), (line, child.stderr.read())
-    time.sleep(0.05)
-    started = time.monotonic()
-    child.send_signal(signum)
-    if twice:
-        time.sleep(0.05)
-        child.send_signal(signum)
+    started = send_stop(child, signum, twice)
     ended_by(child, signum, started)
     leaves_nothing(before)
 

@@ -17,7 +17,7 @@ import pytest
 import e2b_tools
 
 from conftest import kill_behind_its_back as kill
-from conftest import poll, run_python, sandboxes, spawn
+from conftest import poll, run_python, sandboxes, send_stop, spawn
 
 
 def waiting(pool: e2b_tools.WarmPool, n: int) -> None:
@@ -141,12 +141,7 @@ def test_a_signal_while_the_pool_fills_leaves_no_sandbox(server, signum, when, t
     child = spawn(script)
     line = child.stdout.readline()
     assert line.strip() == "ready", (line, child.stderr.read())
-    time.sleep(0.05)
-    started = time.monotonic()
-    child.send_signal(signum)
-    if twice:
-        time.sleep(0.05)
-        child.send_signal(signum)
+    started = send_stop(child, signum, twice)
     out, err = child.communicate(timeout=60)
     took = time.monotonic() - started
     assert child.returncode == -signum, (child.returncode, out, err)

@@ -432,34 +432,13 @@ fn local_serve_prints_export_lines_a_shell_can_source() {
 #[test]
 fn local_serve_keeps_its_api_key_across_restarts_unless_given_one() {
     let state = tempfile::tempdir().unwrap();
-    let state_dir = state.path().to_str().unwrap();
     let key_of = |extra: &[&str]| {
-        let mut args = vec!["local", "serve", "--port", "0", "--state-dir", state_dir];
-        args.extend_from_slice(extra);
-        let mut server = e2b_tools(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("e2b-tools local serve starts");
-        let mut stdout = BufReader::new(server.stdout.take().unwrap());
-        let key = (0..3)
-            .map(|_| {
-                let mut line = String::new();
-                stdout.read_line(&mut line).expect("stdout is readable");
-                line
-            })
-            .find_map(|line| {
-                line.trim()
-                    .strip_prefix("export E2B_API_KEY=")
-                    .map(str::to_string)
-            })
-            .expect("the key's line");
+        let (mut server, env) = crate::mcp::local_serve_with(state.path(), extra);
         let _ = Command::new("kill")
             .args(["-TERM", &server.id().to_string()])
             .status();
         let _ = server.wait();
-        key
+        env["E2B_API_KEY"].clone()
     };
     let first = key_of(&[]);
     assert!(first.starts_with("e2b_"), "{first}");

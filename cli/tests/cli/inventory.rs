@@ -3,7 +3,7 @@
 //! prints), as a user runs them.
 
 use crate::binary::{e2b_tools, run, Run};
-use crate::mcp::{live_sandboxes, local_serve, Stop};
+use crate::mcp::{api_post, live_sandboxes, local_serve, Stop};
 use crate::signals::{create_sandbox, Env};
 
 fn command(args: &[&str], env: &Env) -> Run {
@@ -14,23 +14,11 @@ fn command(args: &[&str], env: &Env) -> Run {
 
 /// A snapshot of sandbox `id`, through the server's API: its id.
 fn snapshot_of(env: &Env, id: &str) -> String {
-    use std::io::{Read, Write};
-    let addr = env["E2B_API_URL"].trim_start_matches("http://").to_string();
-    let body = r#"{"name":"kept"}"#;
-    let mut tcp = std::net::TcpStream::connect(&addr).expect("connect");
-    write!(
-        tcp,
-        "POST /sandboxes/{id}/snapshots HTTP/1.1\r\nHost: {addr}\r\nX-API-KEY: {}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        env["E2B_API_KEY"],
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    tcp.read_to_string(&mut text).unwrap();
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    let made: serde_json::Value =
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let made = api_post(
+        env,
+        &format!("/sandboxes/{id}/snapshots"),
+        r#"{"name":"kept"}"#,
+    );
     made["snapshotID"].as_str().expect("an id").to_string()
 }
 

@@ -101,16 +101,28 @@ pub(crate) fn local_serve(
     std::process::Child,
     std::collections::BTreeMap<String, String>,
 ) {
+    local_serve_with(state, &[])
+}
+
+/// [`local_serve`] with `extra` arguments.
+pub(crate) fn local_serve_with(
+    state: &std::path::Path,
+    extra: &[&str],
+) -> (
+    std::process::Child,
+    std::collections::BTreeMap<String, String>,
+) {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let state_dir = state.to_str().unwrap();
-    let mut local =
-        crate::binary::e2b_tools(&["local", "serve", "--port", "0", "--state-dir", state_dir])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the local server starts");
+    let mut args = vec!["local", "serve", "--port", "0", "--state-dir", state_dir];
+    args.extend_from_slice(extra);
+    let mut local = crate::binary::e2b_tools(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the local server starts");
     let mut exports = BufReader::new(local.stdout.take().unwrap());
     let mut env = std::collections::BTreeMap::new();
     for _ in 0..3 {
@@ -481,6 +493,30 @@ fn a_stateless_clients_call_takes_a_sandbox_made_ahead_and_sigterm_leaves_none()
         0,
         "the pools' waiting sandboxes are killed"
     );
+}
+
+/// A raw `POST` of JSON `body` to `path` of the API of `env`'s server:
+/// the JSON it answered.
+pub(crate) fn api_post(
+    env: &std::collections::BTreeMap<String, String>,
+    path: &str,
+    body: &str,
+) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let addr = env["E2B_API_URL"].trim_start_matches("http://").to_string();
+    let mut tcp = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        tcp,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nX-API-KEY: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        env["E2B_API_KEY"],
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).unwrap();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
 /// How many sandboxes the local server at `api_url` runs.

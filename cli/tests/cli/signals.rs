@@ -14,7 +14,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::binary::e2b_tools;
-use crate::mcp::{http_server, initialize, live_sandboxes, local_serve, Stop};
+use crate::mcp::{api_post, http_server, initialize, live_sandboxes, local_serve, Stop};
 
 pub(crate) type Env = BTreeMap<String, String>;
 
@@ -283,23 +283,11 @@ fn mcp_over_http_stopped_mid_call_kills_its_sandboxes_and_ends_by_the_signal() {
 
 /// A sandbox made outside the command, through the server's API.
 pub(crate) fn create_sandbox(env: &Env) -> String {
-    use std::io::Read;
-    let addr = env["E2B_API_URL"].trim_start_matches("http://").to_string();
-    let body = r#"{"templateID":"code-interpreter-v1","timeout":300}"#;
-    let mut tcp = std::net::TcpStream::connect(&addr).expect("connect");
-    write!(
-        tcp,
-        "POST /sandboxes HTTP/1.1\r\nHost: {addr}\r\nX-API-KEY: {}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        env["E2B_API_KEY"],
-        body.len()
-    )
-    .unwrap();
-    let mut text = String::new();
-    tcp.read_to_string(&mut text).unwrap();
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    let made: serde_json::Value =
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let made = api_post(
+        env,
+        "/sandboxes",
+        r#"{"templateID":"code-interpreter-v1","timeout":300}"#,
+    );
     made["sandboxID"].as_str().expect("an id").to_string()
 }
 
