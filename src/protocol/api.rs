@@ -381,24 +381,11 @@ pub const LIST_PAGE: u32 = 100;
 
 /// `GET /v2/sandboxes`: running and paused, one page from `next_token`.
 pub fn list_request(settings: &Settings, next_token: Option<&str>) -> Result<HttpRequest, Failure> {
-    let mut path = format!("/v2/sandboxes?state=running%2Cpaused&limit={LIST_PAGE}");
-    if let Some(token) = next_token {
-        path.push_str(&format!("&nextToken={}", query_escape(token)));
-    }
-    authed(settings, Method::Get, &path)
-}
-
-/// One page of a list: the sandboxes, as listed.
-pub fn parse_list(status: u16, body: &[u8]) -> Result<Vec<SandboxDetail>, Failure> {
-    match status {
-        200 => serde_json::from_slice(body).map_err(|e| {
-            Failure::new(
-                ErrorKind::Internal,
-                format!("the sandbox list could not be read: {e}"),
-            )
-        }),
-        _ => Err(from_api_status(status, body)),
-    }
+    page_request(
+        settings,
+        "/v2/sandboxes?state=running%2Cpaused&",
+        next_token,
+    )
 }
 
 /// `GET /snapshots`: one page from `next_token`.
@@ -406,20 +393,43 @@ pub fn snapshots_request(
     settings: &Settings,
     next_token: Option<&str>,
 ) -> Result<HttpRequest, Failure> {
-    let mut path = format!("/snapshots?limit={LIST_PAGE}");
+    page_request(settings, "/snapshots?", next_token)
+}
+
+/// A listing's page: `query` (the path and `?`, or its first pairs and
+/// `&`), then the page size and the token.
+fn page_request(
+    settings: &Settings,
+    query: &str,
+    next_token: Option<&str>,
+) -> Result<HttpRequest, Failure> {
+    let mut path = format!("{query}limit={LIST_PAGE}");
     if let Some(token) = next_token {
         path.push_str(&format!("&nextToken={}", query_escape(token)));
     }
     authed(settings, Method::Get, &path)
 }
 
-/// One page of snapshots.
+/// One page of a sandbox list.
+pub fn parse_list(status: u16, body: &[u8]) -> Result<Vec<SandboxDetail>, Failure> {
+    parse_page(status, body, "sandbox")
+}
+
+/// One page of a snapshot list.
 pub fn parse_snapshots(status: u16, body: &[u8]) -> Result<Vec<SnapshotInfo>, Failure> {
+    parse_page(status, body, "snapshot")
+}
+
+fn parse_page<T: serde::de::DeserializeOwned>(
+    status: u16,
+    body: &[u8],
+    what: &str,
+) -> Result<Vec<T>, Failure> {
     match status {
         200 => serde_json::from_slice(body).map_err(|e| {
             Failure::new(
                 ErrorKind::Internal,
-                format!("the snapshot list could not be read: {e}"),
+                format!("the {what} list could not be read: {e}"),
             )
         }),
         _ => Err(from_api_status(status, body)),
