@@ -375,3 +375,59 @@ async fn a_pooled_sandbox_is_reported_when_the_pool_makes_it() {
     pool.close().await;
     assert_eq!(until_no_sandbox(&server, 10).await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_and_forks_are_reported_by_the_component_not_guessed_from_tool_names() {
+    let server = server().await;
+    let config = SandboxConfig {
+        tools: Some(vec!["all".into()]),
+        ..SandboxConfig::default()
+    };
+    let s = session_with(&server, config, 1.0).await;
+    let (seen, events) = collector();
+    let _mine = s.subscribe(seen).unwrap();
+    // A snapshot through call-tool, then through the typed call.
+    let by_json = ok(call(&s, "create_snapshot", json!({})).await);
+    let typed = s.create_snapshot(None).await.unwrap().unwrap();
+    let forked = ok(call(&s, "fork_sandbox", json!({"count": 1})).await);
+    let fork = forked["sandbox_ids"][0].as_str().unwrap().to_string();
+    let sandbox = s.sandbox_id().unwrap();
+    assert_eq!(
+        s.owned_sandboxes(),
+        [fork.clone(), sandbox.clone()],
+        "newest first"
+    );
+    s.shutdown().await.unwrap();
+
+    let got: Vec<Event> =
+        std::iter::from_fn(|| events.recv_timeout(Duration::from_secs(2)).ok()).collect();
+    let snapshots: Vec<(&str, &str)> = got
+        .iter()
+        .filter(|e| e.kind == EventKind::Snapshot)
+        .map(|e| {
+            (
+                e.detail.as_deref().unwrap(),
+                e.sandbox_id.as_deref().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        snapshots,
+        [
+            (by_json["snapshot_id"].as_str().unwrap(), sandbox.as_str()),
+            (typed.snapshot_id.as_str(), sandbox.as_str())
+        ]
+    );
+    let started = got
+        .iter()
+        .find(|e| e.kind == EventKind::SandboxStart && e.sandbox_id.as_deref() == Some(&fork))
+        .expect("the fork's start");
+    assert_eq!(started.detail.as_deref(), Some("forked"));
+    let stopped: Vec<&str> = got
+        .iter()
+        .filter(|e| e.kind == EventKind::SandboxStop)
+        .filter_map(|e| e.sandbox_id.as_deref())
+        .collect();
+    assert_eq!(stopped, [fork.as_str(), sandbox.as_str()], "the fork first");
+    assert_eq!(until_no_sandbox(&server, 10).await, 0);
+}
