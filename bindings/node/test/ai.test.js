@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { generateText, isStepCount } from 'ai';
+import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { aiTools, createE2BTools } from 'e2b-tools/ai';
 import { liveSandboxes } from './server.js';
@@ -48,7 +48,7 @@ describe('e2b-tools/ai', { timeout: 90_000 }, () => {
       model,
       tools,
       prompt: 'Write a note, then read it from code.',
-      stopWhen: isStepCount(5),
+      stopWhen: stepCountIs(5),
     });
     assert.equal(result.text, 'done');
     const outputs = result.steps.flatMap((step) => step.toolResults).map((r) => r.output);
