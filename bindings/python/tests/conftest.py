@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -77,11 +78,25 @@ def kill_behind_its_back(sandbox: str) -> None:
         assert response.status in (200, 204)
 
 
+def _stop_signals_by_default() -> None:
+    # A suite started in the background (a shell's `&`, some CI runners)
+    # inherits SIGINT ignored, and Python keeps an ignored SIGINT: the
+    # child gets the defaults a program in a terminal has.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def spawn(code: str) -> subprocess.Popen:
-    """Starts ``code`` in a fresh Python process (this one's environment),
-    its stdout and stderr piped as text."""
+    """Starts ``code`` in a fresh Python process (this one's environment,
+    SIGINT and SIGTERM at their defaults), its stdout and stderr piped as
+    text."""
     return subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+        preexec_fn=_stop_signals_by_default,
     )
 
 
@@ -96,6 +111,7 @@ def run_python(code: str, *, env: Dict[str, Optional[str]], timeout: float = 300
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=_stop_signals_by_default,
     )
 
 
