@@ -311,11 +311,31 @@ impl Settings {
     }
 
     /// The preview URL of a port (the SDK's `"https://" + get_host(port)`;
-    /// like the SDK it ignores `sandbox_url`).
+    /// like the SDK it ignores `sandbox_url`), but for a local server:
+    /// with `sandbox_url` on loopback and no domain of E2B's given, the
+    /// URL that server routes by its `Host` (`http://8000-<id>.localhost:
+    /// <its port>`; `*.localhost` is loopback to browsers and curl), where
+    /// E2B's would name a host that does not exist.
     pub fn preview_url(&self, sandbox_id: &str, port: u16, sandbox_domain: Option<&str>) -> String {
         let domain = sandbox_domain.unwrap_or(&self.domain);
-        format!("https://{port}-{sandbox_id}.{domain}")
+        let local = self.sandbox_url.as_deref().and_then(loopback);
+        match local {
+            Some((scheme, listen)) if domain == DEFAULT_DOMAIN => {
+                format!("{scheme}://{port}-{sandbox_id}.localhost:{listen}")
+            }
+            _ => format!("https://{port}-{sandbox_id}.{domain}"),
+        }
     }
+}
+
+/// The scheme and port of a loopback `url` (`http://127.0.0.1:3000/`).
+fn loopback(url: &str) -> Option<(&str, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?']).next()?;
+    let (host, port) = authority.rsplit_once(':')?;
+    let is_loopback = host == "localhost" || host == "[::1]" || host.starts_with("127.");
+    (is_loopback && matches!(scheme, "http" | "https") && !port.is_empty())
+        .then_some((scheme, port))
 }
 
 /// E2B's defaults, with nothing from the environment.
@@ -390,6 +410,20 @@ mod tests {
         assert_eq!(
             s.preview_url("sbx1", 8000, None),
             "https://8000-sbx1.my.local:8443"
+        );
+        // A local server (sandbox traffic on loopback, no domain given):
+        // the URL it routes by Host.
+        let env = env_of(&[("E2B_SANDBOX_URL", "http://127.0.0.1:4000/")]);
+        let s = Settings::resolve(ConfigInput::default(), &env).unwrap();
+        assert_eq!(
+            s.preview_url("sbx1", 8000, None),
+            "http://8000-sbx1.localhost:4000"
+        );
+        let env = env_of(&[("E2B_SANDBOX_URL", "https://proxy.example:443")]);
+        let s = Settings::resolve(ConfigInput::default(), &env).unwrap();
+        assert_eq!(
+            s.preview_url("sbx1", 8000, None),
+            "https://8000-sbx1.e2b.app"
         );
         let s = Settings::resolve(
             ConfigInput {

@@ -1,6 +1,6 @@
-//! `e2b-tools sandbox list | kill` and `snapshot list | delete`, against a
-//! separate local server through the E2B path (the variables `local serve`
-//! prints), as a user runs them.
+//! `e2b-tools sandbox list | kill` and `snapshot list | delete`, and a local
+//! preview URL, against a separate local server through the E2B path (the
+//! variables `local serve` prints), as a user runs them.
 
 use crate::binary::{e2b_tools, run, Run};
 use crate::mcp::{api_post, live_sandboxes, local_serve, Stop};
@@ -96,4 +96,55 @@ fn sandboxes_and_snapshots_are_listed_killed_and_deleted_by_id() {
     let out = command(&["sandbox", "list"], &wrong);
     assert_eq!(out.status, 1, "{out:?}");
     assert!(out.stderr.contains("Failed to list sandboxes"), "{out:?}");
+}
+
+#[test]
+fn a_local_preview_url_reaches_the_service_from_the_host() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let state = tempfile::tempdir().unwrap();
+    let (local, env) = local_serve(state.path());
+    let _local = Stop(local);
+    let mut batch = e2b_tools(&["--backend", "e2b", "batch"])
+        .envs(&env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(batch.stdout.take().unwrap());
+    let start = serde_json::json!({"tool": "start_background_command",
+        "args": {"command": "python3 -m http.server 8000", "port": 8000}});
+    writeln!(batch.stdin.as_mut().unwrap(), "{start}").unwrap();
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let started: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(started["readiness"], "ready", "{started}");
+    let url = started["preview_url"].as_str().unwrap().to_string();
+    // http://8000-<id>.localhost:<the server's port>: loopback, routed by Host.
+    let rest = url.strip_prefix("http://").expect("plain http on loopback");
+    let (host, port) = rest.rsplit_once(':').unwrap();
+    assert!(
+        host.starts_with("8000-") && host.ends_with(".localhost"),
+        "{url}"
+    );
+    assert!(
+        env["E2B_SANDBOX_URL"].ends_with(&format!(":{port}")),
+        "{url}"
+    );
+    let mut tcp =
+        std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
+    write!(
+        tcp,
+        "GET / HTTP/1.1\r\nHost: {rest}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    assert!(answer.split_whitespace().nth(1) == Some("200"), "{answer}");
+    assert!(
+        answer.contains("Directory listing"),
+        "the sandbox's http.server answered"
+    );
+    drop(batch.stdin.take());
+    assert!(batch.wait().unwrap().success());
 }
