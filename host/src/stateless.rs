@@ -128,6 +128,10 @@ pub(crate) const SANDBOX_ID: &str = "sandbox-id";
 /// The export that closes a sandbox.
 pub(crate) const CLOSE_SANDBOX: &str = "e2b-close-sandbox";
 
+/// How long a stopped call may take to return, and then to close the
+/// sandbox it made.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// On whose behalf a stateless call runs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Caller<'a> {
@@ -215,6 +219,22 @@ impl StatelessRuntime {
         self.call_as(options, tool, args, Caller::Embedder).await
     }
 
+    /// [`StatelessRuntime::call`], unless `stop` resolves first (a stop
+    /// signal): then the call is cancelled (what it runs in the sandbox
+    /// stops) and a sandbox it created, which no answer will name, is
+    /// closed; `Ok(None)`. A sandbox it was given stays. Bounded by about
+    /// 4 s after `stop`.
+    pub async fn call_until(
+        &self,
+        options: &StatelessOptions,
+        tool: &str,
+        args: &Value,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Result<Option<Value>, SessionError> {
+        self.run_call(options, tool, args, Caller::Embedder, stop)
+            .await
+    }
+
     /// [`StatelessRuntime::call`] on behalf of `caller`, which decides the
     /// sandbox and what the subscribers are told.
     pub(crate) async fn call_as(
@@ -224,6 +244,20 @@ impl StatelessRuntime {
         args: &Value,
         caller: Caller<'_>,
     ) -> Result<Value, SessionError> {
+        let never = std::future::pending();
+        let answer = self.run_call(options, tool, args, caller, never).await?;
+        Ok(answer.unwrap_or_default())
+    }
+
+    /// One call, stopped by `stop` (see [`StatelessRuntime::call_until`]).
+    async fn run_call(
+        &self,
+        options: &StatelessOptions,
+        tool: &str,
+        args: &Value,
+        caller: Caller<'_>,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Result<Option<Value>, SessionError> {
         let name = export_name(tool);
         let spec = self
             .inner
@@ -265,6 +299,7 @@ impl StatelessRuntime {
         let tracker = Tracker::new(events.clone())
             .without_attached_starts()
             .without_calls(matches!(caller, Caller::Pool));
+        let tracker = Arc::new(tracker);
         let (mut store, _progress) = new_store(
             self.inner.pre.engine(),
             &self.inner.client,
@@ -275,9 +310,34 @@ impl StatelessRuntime {
                 fuel_per_call: options.fuel_per_call,
             },
             ClockMode::Real,
-            Arc::new(tracker),
+            tracker.clone(),
         )?;
-        let result = self.call_instance(&mut store, &name, &params).await;
+        let cancel = store.data().cancel.clone();
+        let result = {
+            let call = self.call_instance(&mut store, &name, &params);
+            tokio::pin!(call);
+            tokio::select! {
+                result = &mut call => result.map(Some),
+                () = stop => {
+                    // The call's requests fail at once (a create still
+                    // finishes, and is reported); its answer is no one's.
+                    cancel.cancel();
+                    let _ = tokio::time::timeout(STOP_GRACE, &mut call).await;
+                    Ok(None)
+                }
+            }
+        };
+        if matches!(result, Ok(None)) {
+            for sandbox in tracker.owned() {
+                let close = Value::Object(
+                    [(SANDBOX_ID.to_string(), sandbox.into())]
+                        .into_iter()
+                        .collect(),
+                );
+                let closed = self.call_as(options, CLOSE_SANDBOX, &close, Caller::Pool);
+                let _ = tokio::time::timeout(STOP_GRACE, Box::pin(closed)).await;
+            }
+        }
         if let Err(err) = &result {
             let asked = match caller {
                 Caller::Pooled(id) => Some(id.to_string()),

@@ -208,13 +208,23 @@ async fn call_stateless(
     let options = StatelessOptions::for_session(&session_options(global, env));
     let result = {
         let _spinner = spinner::Spinner::start(format!("{} running", call_args.tool));
-        interruptible(runtime.call(&options, &call_args.tool, &args)).await
+        // A stop cancels the call and closes the sandbox it was making.
+        let stop = async {
+            signals::stopped().await;
+        };
+        runtime
+            .call_until(&options, &call_args.tool, &args, stop)
+            .await
     };
     backend.shutdown().await;
-    let result = result?.map_err(|err| match err {
+    let result = result.map_err(|err| match err {
         SessionError::InvalidArguments(_) => CliFailure::usage(err.to_string()),
         _ => CliFailure::host(err),
     })?;
+    let Some(result) = result else {
+        let stop = signals::received().unwrap_or(signals::Stop::Interrupt);
+        return Err(stopped_failure(stop));
+    };
     print_stdout(&format!(
         "{}\n",
         if call_args.json {
@@ -709,13 +719,6 @@ static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// waiting for the cancelled call to hand its instance back), so the
 /// process ends within 5 s of the signal.
 const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(4);
-
-async fn interruptible<T>(work: impl std::future::Future<Output = T>) -> Result<T, CliFailure> {
-    tokio::select! {
-        result = work => Ok(result),
-        stop = signals::stopped() => Err(stopped_failure(stop)),
-    }
-}
 
 fn print_stdout(text: &str) -> Result<(), CliFailure> {
     let mut stdout = std::io::stdout().lock();

@@ -129,7 +129,7 @@ mod libc_signal {
 }
 
 #[test]
-fn call_and_batch_stopped_mid_call_kill_their_sandbox_and_end_by_the_signal() {
+fn call_stateless_call_and_batch_stopped_mid_call_kill_their_sandbox_and_end_by_the_signal() {
     let state = tempfile::tempdir().unwrap();
     let (local, env) = local_serve(state.path());
     let _local = Stop(local);
@@ -138,6 +138,14 @@ fn call_and_batch_stopped_mid_call_kill_their_sandbox_and_end_by_the_signal() {
         // `call`: its one call creates the sandbox.
         let what = format!("call, signal {signal}");
         let mut call = front_end(&["call", "run_command", SLEEP], &env);
+        long_call_running(&env, &what);
+        let status = stop(&mut call, stopping);
+        ended_and_left_nothing(status, stopping, &env, &what);
+
+        // `--stateless call`: its call creates the sandbox, which no
+        // answer will name: closed.
+        let what = format!("--stateless call, signal {signal}");
+        let mut call = front_end(&["--stateless", "call", "run_command", SLEEP], &env);
         long_call_running(&env, &what);
         let status = stop(&mut call, stopping);
         ended_and_left_nothing(status, stopping, &env, &what);
