@@ -162,9 +162,10 @@ async fn background_command_readiness_is_probed() {
     assert_eq!(started.readiness, Some(Readiness::Ready), "{started:?}");
     assert!(started.pid > 0);
     let sandbox = s.sandbox_id().expect("a sandbox");
+    // A local server routes this Host to the sandbox's port.
     assert_eq!(
         started.preview_url.as_deref(),
-        Some(format!("https://{port}-{sandbox}.e2b.app").as_str())
+        Some(format!("http://{port}-{sandbox}.localhost:{}", server.addr().port()).as_str())
     );
 
     // The server is really up inside the sandbox.
