@@ -121,6 +121,15 @@ fn a_sessions_life_is_reported_as_it_happens() {
         ]
     );
 
+    // A model's name is bounded and printable before it is reported.
+    call(&ctx, &format!("evil\nname{}", "x".repeat(1000)), "{}").unwrap_err();
+    let reports = taken(&ctx);
+    let Report::ExecStarted { tool, .. } = &reports[0] else {
+        panic!("{reports:?}")
+    };
+    assert_eq!(tool.len(), 64);
+    assert!(tool.starts_with("evil?name"), "{tool}");
+
     // The end: forks first, then the session's own.
     run(&ctx.platform.clock, ctx.shutdown()).unwrap();
     assert_eq!(

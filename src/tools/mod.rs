@@ -380,8 +380,22 @@ pub async fn execute<P: Platform>(ctx: &Ctx<P>, call: ToolCall) -> Result<ToolOu
 /// A call refused before it reached a sandbox (unknown or disabled tool,
 /// bad arguments): reported as begun and ended, and returned.
 pub fn refused<P: Platform>(ctx: &Ctx<P>, tool: &str, err: ToolError) -> ToolError {
-    Exec::new(ctx, tool).end(ctx, Err(&err));
+    Exec::new(ctx, &reported_name(tool)).end(ctx, Err(&err));
     err
+}
+
+/// The longest tool name a report carries.
+const MAX_REPORTED_NAME: usize = 64;
+
+/// A tool name as reported: a model may send any text as one (megabytes,
+/// newlines), and reports go to the host's logs. Bounded, and each
+/// character but printable ASCII (spaces too) replaced by `?`; a real
+/// tool's name passes unchanged.
+fn reported_name(name: &str) -> String {
+    name.chars()
+        .take(MAX_REPORTED_NAME)
+        .map(|c| if c.is_ascii_graphic() { c } else { '?' })
+        .collect()
 }
 
 /// One call's `exec-started` and `exec-ended` reports.

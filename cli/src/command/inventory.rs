@@ -37,17 +37,8 @@ pub(super) async fn sandbox(
                     .collect(),
                 false => ids,
             };
-            let mut status = 0;
-            for id in ids {
-                match answer(session.kill_sandbox(&id).await)? {
-                    true => println!("killed {id}"),
-                    false => {
-                        eprintln!("e2b-tools: no sandbox {id} (already gone?)");
-                        status = EXIT_FAILURE;
-                    }
-                }
-            }
-            Ok(status)
+            let kill = async |id: &str| session.kill_sandbox(id).await;
+            each(ids, "killed", "no sandbox", " (already gone?)", kill).await
         }
     }
 }
@@ -72,19 +63,32 @@ pub(super) async fn snapshot(
             Ok(0)
         }
         SnapshotCommand::Delete { ids } => {
-            let mut status = 0;
-            for id in ids {
-                match answer(session.delete_snapshot(&id).await)? {
-                    true => println!("deleted {id}"),
-                    false => {
-                        eprintln!("e2b-tools: no snapshot {id}");
-                        status = EXIT_FAILURE;
-                    }
-                }
-            }
-            Ok(status)
+            let delete = async |id: &str| session.delete_snapshot(id).await;
+            each(ids, "deleted", "no snapshot", "", delete).await
         }
     }
+}
+
+/// Acts on each id in turn (`act` answers whether it was there): prints
+/// `<done> <id>`, or says `<missing> <id><hint>` for one that was not,
+/// which makes the status 1; a failure ends it.
+async fn each(
+    ids: Vec<String>,
+    done: &str,
+    missing: &str,
+    hint: &str,
+    act: impl AsyncFn(&str) -> Result<Result<bool, ToolError>, SessionError>,
+) -> Result<u8, CliFailure> {
+    let mut status = 0;
+    for id in ids {
+        if answer(act(&id).await)? {
+            println!("{done} {id}");
+        } else {
+            eprintln!("e2b-tools: {missing} {id}{hint}");
+            status = EXIT_FAILURE;
+        }
+    }
+    Ok(status)
 }
 
 /// A session on the server the environment names: these commands list
