@@ -102,6 +102,14 @@ impl SandboxUser {
         }
     }
 
+    /// The user's home directory, where its relative paths start.
+    pub fn home(self) -> &'static str {
+        match self {
+            SandboxUser::User => crate::HOME_DIR,
+            SandboxUser::Root => "/root",
+        }
+    }
+
     /// The user's name.
     pub fn name(self) -> &'static str {
         match self {

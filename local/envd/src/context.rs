@@ -108,7 +108,7 @@ impl Envd {
                 ),
             ),
         };
-        SandboxFs::new(Arc::clone(&self.root), owner, names)
+        SandboxFs::new(Arc::clone(&self.root), owner, names).with_home(who.home())
     }
 
     /// A command running `program args` as `who`, in `cwd` (a sandbox

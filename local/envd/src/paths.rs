@@ -2,19 +2,18 @@
 //! Resolving them is the kernel's job, beneath the sandbox's root
 //! ([`crate::filesystem::sandbox_fs`]).
 
-use e2b_wire::HOME_DIR;
-
-/// Makes `path` absolute the way envd does: empty → home, `~` → home,
-/// relative → joined to home. The result is not yet cleaned.
-pub fn absolutize(path: &str) -> String {
+/// Makes `path` absolute the way envd does for a user whose home is
+/// `home`: empty → home, `~` → home, relative → joined to home. The
+/// result is not yet cleaned.
+pub fn absolutize(path: &str, home: &str) -> String {
     if path.is_empty() || path == "~" {
-        HOME_DIR.to_string()
+        home.to_string()
     } else if let Some(rest) = path.strip_prefix("~/") {
-        format!("{HOME_DIR}/{rest}")
+        format!("{home}/{rest}")
     } else if path.starts_with('/') {
         path.to_string()
     } else {
-        format!("{HOME_DIR}/{path}")
+        format!("{home}/{path}")
     }
 }
 
@@ -39,7 +38,7 @@ mod tests {
 
     #[test]
     fn paths_are_absolutized_and_cleaned_as_envd_does() {
-        let full = |p: &str| clean(&absolutize(p));
+        let full = |p: &str| clean(&absolutize(p, "/home/user"));
         assert_eq!(full(""), "/home/user");
         assert_eq!(full("~"), "/home/user");
         assert_eq!(full("~/a//b/"), "/home/user/a/b");
@@ -47,5 +46,8 @@ mod tests {
         assert_eq!(full("/tmp/../tmp/./b"), "/tmp/b");
         assert_eq!(full("/home/user/../../../home/user/x"), "/home/user/x");
         assert_eq!(full("/.."), "/");
+        // Root's relative paths start at its own home.
+        assert_eq!(clean(&absolutize("a/../b", "/root")), "/root/b");
+        assert_eq!(clean(&absolutize("~", "/root")), "/root");
     }
 }

@@ -18,7 +18,6 @@ use super::metadata::{self, Metadata};
 use super::sandbox_fs::{FsError, FsErrorKind, Op, SandboxFs};
 use crate::context::Envd;
 use crate::http_errors::api_error;
-use crate::paths;
 use e2b_wire::envd_setup::SandboxUser;
 
 /// Largest upload accepted.
@@ -142,7 +141,7 @@ pub async fn download(
         Err(resp) => return *resp,
     };
     let given = q.path.unwrap_or_default();
-    let clean = paths::clean(&paths::absolutize(&given));
+    let clean = fs.absolute(&given);
     let shown = if given.is_empty() {
         clean.clone()
     } else {
@@ -343,7 +342,7 @@ async fn write_file(
     data: Bytes,
     md: &Metadata,
 ) -> Result<Written, Response> {
-    let shown = paths::clean(&paths::absolutize(given));
+    let shown = fs.absolute(given);
     let written = if data.len() as u64 <= INLINE_IO_LIMIT {
         fs.write_with_metadata(&shown, &data, md)
     } else {

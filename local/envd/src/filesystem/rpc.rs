@@ -16,7 +16,6 @@ use super::sandbox_fs::{connect_error, FsError, FsErrorKind, SandboxFs};
 use super::watch::{self, Live, Tree, WatchRequest};
 use crate::connect_rpc as rpc;
 use crate::context::Envd;
-use crate::paths;
 
 type Sbx = Extension<Arc<Envd>>;
 
@@ -71,7 +70,7 @@ pub async fn list_dir(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -
             let req: ListDirRequest = rpc::read_unary(&headers, body).await?;
             let fs = open_fs(&sandbox, &headers)?;
             let depth = req.depth.clamp(1, MAX_DEPTH);
-            let path = clean(&req.path);
+            let path = fs.absolute(&req.path);
             let dir = path.clone();
             match blocking(move || fs.list_dir(&dir, depth)).await? {
                 Ok(entries) => Ok(ListDirResponse { entries }),
@@ -123,7 +122,7 @@ pub async fn move_entry(Extension(sandbox): Sbx, headers: HeaderMap, body: Body)
         async {
             let req: MoveRequest = rpc::read_unary(&headers, body).await?;
             let fs = open_fs(&sandbox, &headers)?;
-            let source = clean(&req.source);
+            let source = fs.absolute(&req.source);
             let src = source.clone();
             match blocking(move || fs.rename(&src, &req.destination)).await? {
                 Ok(entry) => Ok(EntryResponse { entry }),
@@ -143,7 +142,7 @@ pub async fn remove(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> 
         async {
             let req: PathRequest = rpc::read_unary(&headers, body).await?;
             let fs = open_fs(&sandbox, &headers)?;
-            let path = clean(&req.path);
+            let path = fs.absolute(&req.path);
             let target = path.clone();
             match blocking(move || fs.remove(&target)).await? {
                 Ok(()) => Ok(serde_json::json!({})),
@@ -247,11 +246,6 @@ pub async fn remove_watcher(Extension(sandbox): Sbx, headers: HeaderMap, body: B
         }
         .await,
     )
-}
-
-/// A client's path as the sandbox resolves it (`~`, relative, `..`).
-fn clean(path: &str) -> String {
-    paths::clean(&paths::absolutize(path))
 }
 
 #[cfg(test)]

@@ -121,6 +121,8 @@ pub(crate) struct SandboxFs {
     root: Arc<OwnedFd>,
     owner: Option<(u32, u32)>,
     names: OwnerNames,
+    /// Where the user's relative paths start.
+    home: &'static str,
 }
 
 impl SandboxFs {
@@ -128,7 +130,38 @@ impl SandboxFs {
     /// [`SandboxFs::open_root`]). What the API creates is chowned to
     /// `owner` (host uid, gid); `None` leaves it the server's.
     pub fn new(root: Arc<OwnedFd>, owner: Option<(u32, u32)>, names: OwnerNames) -> Self {
-        Self { root, owner, names }
+        Self {
+            root,
+            owner,
+            names,
+            home: e2b_wire::HOME_DIR,
+        }
+    }
+
+    /// The same, with relative paths starting at `home` (the user's).
+    pub fn with_home(self, home: &'static str) -> Self {
+        Self { home, ..self }
+    }
+
+    /// Acts as the user for as long as the guard lives, for a change (a
+    /// write, a new directory, a move, a removal): the kernel checks the
+    /// user's permissions (envd is the sandbox's root, whose root is
+    /// writable everywhere) and what is made is the user's. Reads stay
+    /// envd's, as E2B's envd reads for any user. Only on this
+    /// thread, and only for a call that does not wait in between. Nothing
+    /// changes where there is no owner to act as (no uid block) or it is
+    /// root.
+    fn act(&self) -> Acting {
+        match self.owner {
+            Some((uid, gid)) if uid != 0 => Acting(Some(Acting::set(uid, gid))),
+            _ => Acting(None),
+        }
+    }
+
+    /// A client's `path` made absolute for this user (`~`, relative) and
+    /// cleaned (`.`, `..`), as the calls here take it.
+    pub fn absolute(&self, path: &str) -> String {
+        paths::clean(&paths::absolutize(path, self.home))
     }
 
     /// Opens `dir` (the sandbox's `/`, or its directory without
@@ -140,7 +173,7 @@ impl SandboxFs {
     /// Opens the regular file at `path` for reading, following symlinks
     /// inside the root.
     pub fn open_read(&self, path: &str) -> Result<ReadFile, FsError> {
-        let clean = checked(path, Op::Open)?;
+        let clean = checked(path, self.home, Op::Open)?;
         let rel = rel(&clean);
         let open_err = |e| FsError::errno(e, Op::Open, &clean);
         // Look through an O_PATH fd first: opening a device or a FIFO for
@@ -168,7 +201,8 @@ impl SandboxFs {
         data: &[u8],
         md: &Metadata,
     ) -> Result<Metadata, FsError> {
-        let clean = checked(path, Op::Open)?;
+        let _acting = self.act();
+        let clean = checked(path, self.home, Op::Open)?;
         let (fd, created) = self.open_for_write(&clean)?;
         if created {
             self.hand_over(&fd)
@@ -210,7 +244,7 @@ impl SandboxFs {
 
     /// Describes the entry at `path` itself (a symlink, not its target).
     pub fn stat(&self, path: &str) -> Result<Entry, FsError> {
-        let clean = checked(path, Op::Stat)?;
+        let clean = checked(path, self.home, Op::Stat)?;
         if clean == "/" {
             let meta = meta_of(&*self.root).map_err(|e| FsError::errno(e, Op::Stat, "/"))?;
             return Ok(Entry {
@@ -226,7 +260,8 @@ impl SandboxFs {
 
     /// Whether `path` is a directory (following symlinks inside the root).
     pub fn is_dir(&self, path: &str) -> bool {
-        checked(path, Op::Stat).is_ok_and(|clean| self.resolve(rel(&clean), DIR_PATH, 0).is_ok())
+        checked(path, self.home, Op::Stat)
+            .is_ok_and(|clean| self.resolve(rel(&clean), DIR_PATH, 0).is_ok())
     }
 
     /// The entries under the directory at `path` (following symlinks in
@@ -234,7 +269,7 @@ impl SandboxFs {
     /// directory. Symlinked directories and pseudo-filesystems are listed
     /// but not entered.
     pub fn list_dir(&self, path: &str, depth: u32) -> Result<Vec<Entry>, FsError> {
-        let clean = checked(path, Op::ReadDir)?;
+        let clean = checked(path, self.home, Op::ReadDir)?;
         let rel = rel(&clean);
         let dir = self
             .resolve(rel, OFlags::RDONLY | OFlags::DIRECTORY, 0)
@@ -248,7 +283,8 @@ impl SandboxFs {
     /// [`FsErrorKind::AlreadyExists`], another entry there
     /// [`FsErrorKind::NotADirectory`].
     pub fn make_dir(&self, path: &str) -> Result<Entry, FsError> {
-        let clean = checked(path, Op::Mkdir)?;
+        let _acting = self.act();
+        let clean = checked(path, self.home, Op::Mkdir)?;
         match self.resolve(rel(&clean), OFlags::PATH, 0) {
             Ok(fd) => {
                 let meta = meta_of(&fd).map_err(|e| FsError::errno(e, Op::Mkdir, &clean))?;
@@ -271,8 +307,9 @@ impl SandboxFs {
     /// `destination`, replacing what is there as rename(2) does and making
     /// the destination's parents. Across mounts it copies, then removes.
     pub fn rename(&self, source: &str, destination: &str) -> Result<Entry, FsError> {
-        let src = checked(source, Op::Rename)?;
-        let dst = checked(destination, Op::Rename)?;
+        let _acting = self.act();
+        let src = checked(source, self.home, Op::Rename)?;
+        let dst = checked(destination, self.home, Op::Rename)?;
         for p in [&src, &dst] {
             refuse_mount_point(p, Op::Rename)?;
         }
@@ -296,7 +333,8 @@ impl SandboxFs {
     /// Removes the entry at `path` (a symlink itself, not its target), a
     /// directory with everything in it.
     pub fn remove(&self, path: &str) -> Result<(), FsError> {
-        let clean = checked(path, Op::Remove)?;
+        let _acting = self.act();
+        let clean = checked(path, self.home, Op::Remove)?;
         refuse_mount_point(&clean, Op::Remove)?;
         // A path that is not there is removed already (E2B's envd removes
         // with Go's os.RemoveAll, which says the same): clean-ups that run
@@ -513,7 +551,7 @@ impl SandboxFs {
     /// envd's stat does), opened for a watcher, and its clean path. A
     /// pseudo-filesystem is not watched.
     pub fn open_watched_dir(&self, path: &str) -> Result<(OwnedFd, String), FsError> {
-        let clean = checked(path, Op::Stat)?;
+        let clean = checked(path, self.home, Op::Stat)?;
         let fd = self
             .resolve(rel(&clean), OFlags::RDONLY | OFlags::DIRECTORY, 0)
             .map_err(|e| FsError::errno(e, Op::Stat, &clean))?;
@@ -549,8 +587,8 @@ impl SandboxFs {
 
 /// `path` absolutized and cleaned the way envd does; a NUL byte cannot
 /// reach the kernel.
-fn checked(path: &str, op: Op) -> Result<String, FsError> {
-    let clean = paths::clean(&paths::absolutize(path));
+fn checked(path: &str, home: &str, op: Op) -> Result<String, FsError> {
+    let clean = paths::clean(&paths::absolutize(path, home));
     if clean.contains('\0') {
         return Err(FsError::new(
             FsErrorKind::InvalidPath("path contains a NUL byte"),
@@ -559,6 +597,42 @@ fn checked(path: &str, op: Op) -> Result<String, FsError> {
         ));
     }
     Ok(clean)
+}
+
+/// This thread's filesystem ids made a user's while it lives (see
+/// [`SandboxFs::act`]), and set back when it is dropped.
+struct Acting(Option<(u32, u32)>);
+
+impl Acting {
+    fn set(uid: u32, gid: u32) -> (u32, u32) {
+        #[allow(unsafe_code)]
+        // SAFETY: setfsgid(2) and setfsuid(2) take ids by value, touch no
+        // memory and change only the calling thread's credentials; each
+        // returns the previous id.
+        let (gid, uid) = unsafe {
+            (
+                libc::syscall(libc::SYS_setfsgid, gid),
+                libc::syscall(libc::SYS_setfsuid, uid),
+            )
+        };
+        (
+            u32::try_from(uid).unwrap_or(0),
+            u32::try_from(gid).unwrap_or(0),
+        )
+    }
+}
+
+impl Drop for Acting {
+    fn drop(&mut self) {
+        if let Some((uid, gid)) = self.0 {
+            Acting::set(uid, gid);
+            // A change of filesystem ids makes the kernel mark the process
+            // not dumpable; envd is as it was (the sandbox's root may
+            // inspect it, as any of its processes).
+            let _ =
+                rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::Dumpable);
+        }
+    }
 }
 
 /// A clean sandbox path relative to the root (`.` for `/`).

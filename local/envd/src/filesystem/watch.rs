@@ -295,6 +295,7 @@ impl Tree {
     /// Starts watching `req.path` in `fs` for `sandbox` (blocking: a
     /// recursive watcher walks the tree).
     pub fn open(fs: SandboxFs, req: &WatchRequest, sandbox: &str) -> Result<Self, ConnectError> {
+        let shown = fs.absolute(&req.path);
         let (fd, clean) = fs.open_watched_dir(&req.path).map_err(|e| match e.kind {
             FsErrorKind::NotFound => ConnectError::new(
                 Code::NotFound,
@@ -333,7 +334,7 @@ impl Tree {
                 Code::Internal,
                 format!(
                     "error adding path {} to watcher: {}",
-                    tree_path(&req.path),
+                    shown,
                     std::io::Error::from(e)
                 ),
             )
@@ -533,10 +534,6 @@ impl Tree {
     fn watched(&self) -> usize {
         self.dirs.len()
     }
-}
-
-fn tree_path(given: &str) -> String {
-    crate::paths::clean(&crate::paths::absolutize(given))
 }
 
 /// `rel/name` (`name` alone under the root).

@@ -69,7 +69,7 @@ pub async fn start(Extension(sandbox): Sbx, headers: HeaderMap, body: Body) -> R
         Err(e) => return rpc::stream_error(e),
     };
     let cwd_given = req.process.cwd.clone().unwrap_or_default();
-    let cwd = paths::clean(&paths::absolutize(&cwd_given));
+    let cwd = paths::clean(&paths::absolutize(&cwd_given, user.home()));
     // Resolved inside the sandbox's root, as the files API resolves paths.
     if !sandbox.fs(user).is_dir(&cwd) {
         return rpc::stream_error(ConnectError::new(

@@ -328,13 +328,24 @@ fn make_dir_reports_what_is_there() {
 }
 
 #[test]
-fn what_the_api_creates_goes_to_the_owner() {
+fn the_api_acts_as_the_owner() {
     if rustix::process::geteuid().as_raw() != 0 {
-        // Only root can give files away.
+        // Only root can act as another user.
         return;
     }
+    use std::os::unix::fs::PermissionsExt;
     let fx = Fixture::owned_by(Some((4242, 4343)));
+    let mode = |p: &str, m: u32| {
+        std::fs::set_permissions(fx.host(p), std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    let owner = rustix::fs::Uid::from_raw(4242);
+    rustix::fs::chown(fx.host("/home/user"), Some(owner), None).unwrap();
+    mode("/tmp", 0o1777);
+    // A root's file the user may write, and a root's directory it may not.
     std::fs::write(fx.host("/home/user/mine"), "").unwrap();
+    mode("/home/user/mine", 0o666);
+    std::fs::create_dir(fx.host("/etc")).unwrap();
+    mode("/etc", 0o755);
     fx.fs.write("x/y/z.txt", b"z").unwrap();
     fx.fs.make_dir("/tmp/m/n").unwrap();
     fx.fs.write("mine", b"overwritten").unwrap();
@@ -352,8 +363,17 @@ fn what_the_api_creates_goes_to_the_owner() {
         assert_eq!(ids(p), (4242, 4343), "{p}");
     }
     // What existed keeps its owner.
-    assert_eq!(ids("/home/user").0, 0);
     assert_eq!(ids("/home/user/mine").0, 0);
+    // Where the user's permissions stop, so does the API, and nothing is made.
+    for e in [
+        fx.fs.write("/etc/x.txt", b"x").unwrap_err(),
+        fx.fs.make_dir("/etc/d").unwrap_err(),
+    ] {
+        assert!(matches!(e.kind, FsErrorKind::PermissionDenied), "{e}");
+    }
+    assert_eq!(std::fs::read_dir(fx.host("/etc")).unwrap().count(), 0);
+    // The thread is envd's own again afterwards.
+    std::fs::write(fx.host("/etc/root-made"), "").unwrap();
 }
 
 #[test]
