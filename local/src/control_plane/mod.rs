@@ -8,6 +8,7 @@ mod snapshots;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, Request, State};
@@ -247,14 +248,67 @@ async fn detail(State(api): State<Api>, Path(id): Path<String>) -> Response {
     }
 }
 
-/// `GET /sandboxes/{id}/metrics`: one sample, now (E2B keeps a series
-/// sampled every few seconds between `start` and `end`; this server takes
-/// the sample when asked).
-async fn metrics(State(api): State<Api>, Path(id): Path<String>) -> Response {
-    match api.registry.get(&id) {
-        Some(s) => Json(vec![s.metric()]).into_response(),
-        None => not_found(&id),
+/// `GET /sandboxes/{id}/metrics?start=&end=` (Unix seconds, both
+/// optional): one sample, now, when the window reaches into the sandbox's
+/// life so far, else none (E2B keeps a series sampled every few seconds
+/// and answers the samples in the window; this server takes the sample
+/// when asked).
+async fn metrics(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let Some(s) = api.registry.get(&id) else {
+        return not_found(&id);
+    };
+    let window = match MetricsWindow::parse(query.as_deref().unwrap_or("")) {
+        Ok(window) => window,
+        Err(msg) => return api_error(StatusCode::BAD_REQUEST, msg),
+    };
+    let lived = (unix_secs(s.started_at), unix_secs(SystemTime::now()));
+    if window.meets(lived) {
+        Json(vec![s.metric()]).into_response()
+    } else {
+        Json(Vec::<e2b_wire::api::SandboxMetric>::new()).into_response()
     }
+}
+
+/// A metrics query's window, in Unix seconds.
+#[derive(Debug, Default, PartialEq)]
+struct MetricsWindow {
+    start: Option<u64>,
+    end: Option<u64>,
+}
+
+impl MetricsWindow {
+    fn parse(query: &str) -> Result<Self, String> {
+        let pairs: Vec<(String, String)> =
+            serde_urlencoded::from_str(query).map_err(|e| format!("invalid query: {e}"))?;
+        let mut window = Self::default();
+        for (key, value) in pairs {
+            let slot = match key.as_str() {
+                "start" => &mut window.start,
+                "end" => &mut window.end,
+                _ => continue,
+            };
+            *slot = Some(
+                value
+                    .parse()
+                    .map_err(|_| format!("{key} must be a Unix time in seconds, not '{value}'"))?,
+            );
+        }
+        Ok(window)
+    }
+
+    /// Whether the window meets `(from, to)`, both ends included.
+    fn meets(&self, (from, to): (u64, u64)) -> bool {
+        self.start.is_none_or(|start| start <= to) && self.end.is_none_or(|end| end >= from)
+    }
+}
+
+fn unix_secs(at: SystemTime) -> u64 {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// `GET /sandboxes/metrics?sandbox_ids=a,b`: the latest sample of each
@@ -490,8 +544,22 @@ fn parse_iso8601(text: &str) -> Option<std::time::SystemTime> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_iso8601;
+    use super::{parse_iso8601, MetricsWindow};
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_metrics_window_outside_the_sandboxs_life_has_no_sample() {
+        let lived = (1_000, 2_000);
+        let window = |q: &str| MetricsWindow::parse(q).unwrap();
+        assert!(window("").meets(lived));
+        assert!(window("start=1500&end=1600").meets(lived));
+        assert!(window("start=2000").meets(lived));
+        assert!(window("end=1000").meets(lived));
+        assert!(!window("start=10&end=999").meets(lived));
+        assert!(!window("start=2001").meets(lived));
+        let err = MetricsWindow::parse("start=yesterday").unwrap_err();
+        assert!(err.contains("Unix time in seconds"), "{err}");
+    }
 
     #[test]
     fn iso8601_with_offsets() {
