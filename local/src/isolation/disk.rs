@@ -173,6 +173,7 @@ impl Drop for Disk {
         } else {
             // Lazy: nothing on it is needed any more, and a process of a
             // dead sandbox may still hold a file for a moment.
+            super::overlay::unmount(&self.mount_point);
             let _ = rustix::mount::unmount(&self.mount_point, UnmountFlags::DETACH);
             let _ = std::fs::remove_file(&self.image);
         }
@@ -183,6 +184,8 @@ impl Drop for Disk {
 /// nothing holds it, else lazily (a process of a dead sandbox may hold a
 /// file for a moment). False when it had to be lazy.
 pub fn unmount(mount_point: &Path) -> bool {
+    // The root's overlays on it first (a killed server's sandbox left them).
+    super::overlay::unmount(mount_point);
     match rustix::mount::unmount(mount_point, UnmountFlags::empty()) {
         Ok(()) => true,
         Err(rustix::io::Errno::BUSY) => {

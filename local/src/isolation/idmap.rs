@@ -24,7 +24,7 @@ use super::spawn::HostCommand;
 /// with ext4's support in the same release) and the helpers are here.
 pub fn supported() -> bool {
     // An invalid descriptor: EBADF where the call exists, ENOSYS where not.
-    let probe = mount_setattr_idmap(-1, -1);
+    let probe = mount_setattr(-1, -1, 0);
     let has_call = !matches!(probe, Err(e) if e.raw_os_error() == Some(libc::ENOSYS));
     has_call && find("unshare").is_some() && find("sleep").is_some()
 }
@@ -35,15 +35,7 @@ pub fn supported() -> bool {
 /// in its place. Nothing may use the mount meanwhile (the sandbox has not
 /// started).
 pub fn remount_mapped(mount_point: &Path, base: u32) -> std::io::Result<()> {
-    let userns = user_namespace(base)?;
-    let tree = rustix::mount::open_tree(
-        rustix::fs::CWD,
-        mount_point,
-        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
-    )
-    .map_err(|e| with_context("open_tree", mount_point, e.into()))?;
-    mount_setattr_idmap(tree.as_raw_fd(), userns.as_raw_fd())
-        .map_err(|e| with_context("mount_setattr", mount_point, e))?;
+    let tree = mapped_clone(mount_point, &Map::Block { base }, false)?;
     rustix::mount::unmount(mount_point, UnmountFlags::empty())
         .map_err(|e| with_context("umount", mount_point, e.into()))?;
     rustix::mount::move_mount(
@@ -56,16 +48,56 @@ pub fn remount_mapped(mount_point: &Path, base: u32) -> std::io::Result<()> {
     .map_err(|e| with_context("move_mount", mount_point, e.into()))
 }
 
+/// How an ID-mapped mount shows the ids stored on its filesystem.
+#[derive(Debug, Clone, Copy)]
+pub enum Map {
+    /// Ids 0 to 65,535 as the block starting at host id `base`.
+    Block { base: u32 },
+    /// The one owner `host`:`gid` as host id `to` (uid and gid); no other
+    /// id maps.
+    One { host: u32, gid: u32, to: u32 },
+}
+
+impl Map {
+    /// The user namespace's `uid_map` and `gid_map`.
+    fn lines(&self) -> (String, String) {
+        match *self {
+            Map::Block { base } => {
+                let line = format!("0 {base} {SUBID_COUNT}\n");
+                (line.clone(), line)
+            }
+            Map::One { host, gid, to } => (format!("{host} {to} 1\n"), format!("{gid} {to} 1\n")),
+        }
+    }
+}
+
+/// A detached clone of the mount tree at `path` (not its submounts),
+/// ID-mapped by `map` and, `read_only`, read-only: a directory to hand to
+/// another mount (an overlay's layer) as `/proc/self/fd/<fd>`.
+pub fn mapped_clone(path: &Path, map: &Map, read_only: bool) -> std::io::Result<OwnedFd> {
+    let userns = user_namespace(map)?;
+    let tree = rustix::mount::open_tree(
+        rustix::fs::CWD,
+        path,
+        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC,
+    )
+    .map_err(|e| with_context("open_tree", path, e.into()))?;
+    let extra = if read_only { MOUNT_ATTR_RDONLY } else { 0 };
+    mount_setattr(tree.as_raw_fd(), userns.as_raw_fd(), extra)
+        .map_err(|e| with_context("mount_setattr", path, e))?;
+    Ok(tree)
+}
+
 fn with_context(call: &str, path: &Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{call} {}: {e}", path.display()))
 }
 
-/// A user namespace mapping ids 0 to 65,535 to the block at `base`: a
+/// A user namespace with `map`'s ids: a
 /// helper (`unshare --user sleep`, as host root with an empty
 /// environment) makes it, the server writes its maps and keeps a
 /// descriptor of it, and the helper is killed. The mount keeps the
 /// namespace alive.
-fn user_namespace(base: u32) -> std::io::Result<OwnedFd> {
+fn user_namespace(map: &Map) -> std::io::Result<OwnedFd> {
     let unshare = find("unshare").ok_or_else(|| std::io::Error::other("unshare not found"))?;
     let sleep = find("sleep").ok_or_else(|| std::io::Error::other("sleep not found"))?;
     let mut helper = HostCommand::new(unshare);
@@ -91,9 +123,9 @@ fn user_namespace(base: u32) -> std::io::Result<OwnedFd> {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        let map = format!("0 {base} {SUBID_COUNT}\n");
-        std::fs::write(proc.join("uid_map"), &map)?;
-        std::fs::write(proc.join("gid_map"), &map)?;
+        let (uids, gids) = map.lines();
+        std::fs::write(proc.join("uid_map"), uids)?;
+        std::fs::write(proc.join("gid_map"), gids)?;
         Ok(OwnedFd::from(std::fs::File::open(proc.join("ns/user"))?))
     })();
     let _ = helper.kill();
@@ -112,12 +144,14 @@ struct MountAttr {
 
 /// `MOUNT_ATTR_IDMAP`.
 const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+/// `MOUNT_ATTR_RDONLY`.
+const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
 
-/// `mount_setattr(tree, "", AT_EMPTY_PATH, {MOUNT_ATTR_IDMAP, userns})`:
-/// neither rustix nor nix wraps it yet.
-fn mount_setattr_idmap(tree: RawFd, userns: RawFd) -> std::io::Result<()> {
+/// `mount_setattr(tree, "", AT_EMPTY_PATH, {MOUNT_ATTR_IDMAP | extra,
+/// userns})`: neither rustix nor nix wraps it yet.
+fn mount_setattr(tree: RawFd, userns: RawFd, extra: u64) -> std::io::Result<()> {
     let attr = MountAttr {
-        attr_set: MOUNT_ATTR_IDMAP,
+        attr_set: MOUNT_ATTR_IDMAP | extra,
         attr_clr: 0,
         propagation: 0,
         userns_fd: userns as u64,

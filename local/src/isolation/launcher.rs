@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::envd;
 use super::limits::{Enforcement, Limits};
 use super::network::Internet;
-use super::rootfs::RootFs;
+use super::rootfs::{self, RootFs};
 use super::seccomp;
 use crate::paths::SandboxPaths;
 
@@ -93,9 +93,9 @@ impl Launcher {
     /// process still has sandboxes in them.
     pub fn clean_up(&self, data_dir: &Path, keep_disks: bool) {
         let dirs: &[&str] = if keep_disks {
-            &[envd::ENVD_DIR]
+            &[envd::ENVD_DIR, rootfs::BASE_DIR]
         } else {
-            &[DISKS_DIR, envd::ENVD_DIR]
+            &[DISKS_DIR, envd::ENVD_DIR, rootfs::BASE_DIR]
         };
         for dir in dirs {
             let _ = std::fs::remove_dir_all(data_dir.join(dir));

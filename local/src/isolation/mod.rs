@@ -23,6 +23,7 @@ pub mod ids;
 mod launcher;
 pub mod limits;
 pub mod network;
+mod overlay;
 pub mod rootfs;
 mod runner;
 pub mod seccomp;
@@ -76,7 +77,14 @@ impl Launcher {
                     .into(),
             )
         })?;
-        let rootfs = RootFs::new(TemplateEnvs::detect(privileged));
+        let mut rootfs = RootFs::new(TemplateEnvs::detect(privileged));
+        let disks = Disk::available(privileged);
+        if disks {
+            // Roots are copy-on-write on the sandboxes' disks.
+            rootfs.write_base(data_dir).map_err(|e| {
+                IsolationUnavailable(format!("cannot write the sandboxes' base root: {e}"))
+            })?;
+        }
         let isolated = Isolated {
             bwrap,
             envd,
@@ -89,7 +97,7 @@ impl Launcher {
                 (true, None) => Enforcement::detect(),
                 (false, _) => Enforcement::Rlimits,
             },
-            disks: Disk::available(privileged),
+            disks,
             internet: Internet::detect(privileged),
             limits,
             groups_released: Default::default(),

@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 use e2b_wire::envd_setup::TOOLS_DIR;
 use e2b_wire::HOME_DIR;
 
+use super::ids;
+use super::overlay::Layer;
 use super::spawn::HostCommand;
 use crate::paths::SandboxPaths;
 
@@ -67,6 +69,58 @@ pub const HOST_ETC: &[&str] = &[
     "/etc/ssl/openssl.cnf",
     "/etc/terminfo",
     "/etc/timezone",
+];
+
+/// Where in the data directory the base of the copy-on-write roots is.
+pub const BASE_DIR: &str = ".root-base";
+
+/// The directories of the base root, with their modes (a Debian system's,
+/// with apt's and dpkg's working directories; mount points among them).
+const BASE_DIRS: &[(&str, u32)] = &[
+    ("dev", 0o755),
+    ("etc", 0o755),
+    ("home", 0o755),
+    ("media", 0o755),
+    ("mnt", 0o755),
+    ("opt", 0o755),
+    ("opt/e2b", 0o755),
+    ("proc", 0o555),
+    ("root", 0o700),
+    ("run", 0o755),
+    ("srv", 0o755),
+    ("sys", 0o555),
+    ("tmp", 0o1777),
+    ("usr", 0o755),
+    ("var", 0o755),
+    ("var/backups", 0o755),
+    ("var/cache", 0o755),
+    ("var/cache/apt", 0o755),
+    ("var/cache/apt/archives", 0o755),
+    ("var/cache/apt/archives/partial", 0o700),
+    ("var/lib", 0o755),
+    ("var/lib/apt", 0o755),
+    ("var/lib/apt/lists", 0o755),
+    ("var/lib/apt/lists/partial", 0o700),
+    ("var/lib/dpkg", 0o755),
+    ("var/local", 0o2775),
+    ("var/log", 0o755),
+    ("var/log/apt", 0o755),
+    ("var/mail", 0o2775),
+    ("var/opt", 0o755),
+    ("var/spool", 0o755),
+    ("var/tmp", 0o1777),
+];
+
+/// Host files of `/etc` a copy-on-write root has besides [`HOST_ETC`]:
+/// what dpkg and apt need to install a package. None holds secrets; apt's
+/// own configuration is not among them (a host's may name its proxies and
+/// credentials): the server writes its sources ([`apt_sources`]).
+const BASE_ETC: &[&str] = &[
+    "/etc/debconf.conf",
+    "/etc/dpkg",
+    "/etc/login.defs",
+    "/etc/shells",
+    "/etc/ucf.conf",
 ];
 
 /// Bound script by script, with the server's own beside the host's.
@@ -236,6 +290,9 @@ pub struct RootFs {
     scripts: Vec<(&'static str, String)>,
     /// Template environments.
     templates: TemplateEnvs,
+    /// The base of the copy-on-write roots ([`RootFs::write_base`]), or
+    /// none: roots are read-only.
+    base: Option<PathBuf>,
 }
 
 impl RootFs {
@@ -249,7 +306,119 @@ impl RootFs {
             let script = path_script("The sandbox template's environment", &venv.join("bin"));
             scripts.push((PROFILE_SCRIPT, script));
         }
-        Self { scripts, templates }
+        Self {
+            scripts,
+            templates,
+            base: None,
+        }
+    }
+
+    /// Writes the base of every sandbox's copy-on-write root into
+    /// `data_dir` (replacing an earlier server's): the directories of a
+    /// Debian system, the links of `/bin` and the others, `/etc` (the
+    /// host files of [`HOST_ETC`] copied, the server's written, apt's
+    /// sources) and the mount points of the rest; from then on roots are
+    /// copy-on-write ([`super::overlay`]).
+    pub fn write_base(&mut self, data_dir: &Path) -> std::io::Result<()> {
+        let dir = data_dir.join(BASE_DIR);
+        let new = data_dir.join(format!("{BASE_DIR}.new"));
+        remove_tree(&new)?;
+        self.lay_out_base(&new)?;
+        remove_tree(&dir)?;
+        std::fs::rename(&new, &dir)?;
+        self.base = Some(dir);
+        Ok(())
+    }
+
+    fn lay_out_base(&self, base: &Path) -> std::io::Result<()> {
+        let at = |path: &str| base.join(path.trim_start_matches('/'));
+        make_dir(base, 0o755)?;
+        for (dir, mode) in BASE_DIRS {
+            make_dir(&at(dir), *mode)?;
+        }
+        for dir in [TOOLS_DIR, HOME_DIR] {
+            make_dir(&at(dir), 0o755)?;
+        }
+        for path in HOST_RUNTIME {
+            match std::fs::symlink_metadata(path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    std::os::unix::fs::symlink(std::fs::read_link(path)?, at(path))?;
+                }
+                Ok(meta) if meta.is_dir() => make_dir(&at(path), 0o755)?,
+                _ => {}
+            }
+        }
+        for path in HOST_ETC.iter().chain(BASE_ETC) {
+            if *path != PROFILE_D {
+                copy_tree(Path::new(path), &at(path))?;
+            }
+        }
+        make_dir(&at(PROFILE_D), 0o755)?;
+        let ours = [TOOLS_SCRIPT, PROFILE_SCRIPT];
+        if let Ok(entries) = std::fs::read_dir(PROFILE_D) {
+            for entry in entries.flatten() {
+                if !ours.iter().any(|name| entry.file_name() == *name) {
+                    copy_tree(&entry.path(), &at(PROFILE_D).join(entry.file_name()))?;
+                }
+            }
+        }
+        // The template environment's script only where it is ([`RootFs::add_bwrap_args`]).
+        for (name, content) in self
+            .scripts
+            .iter()
+            .filter(|(name, _)| *name != PROFILE_SCRIPT)
+        {
+            write_file(&at(PROFILE_D).join(name), content)?;
+        }
+        for (name, content) in synthesized_etc() {
+            let content = match name {
+                "passwd" => with_system_accounts(content, "/etc/passwd"),
+                "group" => with_system_accounts(content, "/etc/group"),
+                _ => content.to_string(),
+            };
+            write_file(&at("/etc").join(name), &content)?;
+        }
+        if let Some(sources) =
+            apt_sources(&std::fs::read_to_string("/etc/os-release").unwrap_or_default())
+        {
+            make_dir(&at("/etc/apt"), 0o755)?;
+            make_dir(&at("/etc/apt/sources.list.d"), 0o755)?;
+            write_file(&at("/etc/apt/sources.list.d/system.sources"), &sources)?;
+        }
+        Ok(())
+    }
+
+    /// The layers of a copy-on-write root with `env` (from
+    /// [`TemplateEnvs::get`]), the base at `/` first; none when roots are
+    /// read-only.
+    pub fn layers(&self, env: Option<&Path>) -> Option<Vec<Layer>> {
+        let base = self.base.as_ref()?;
+        let mut layers = vec![Layer {
+            name: "root",
+            lower: base.clone(),
+            at: PathBuf::from("/"),
+            owner: 0,
+        }];
+        for (name, path) in [("usr", "/usr"), ("dpkg", "/var/lib/dpkg")] {
+            let real_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+            if real_dir {
+                layers.push(Layer {
+                    name,
+                    lower: PathBuf::from(path),
+                    at: PathBuf::from(path),
+                    owner: 0,
+                });
+            }
+        }
+        if let Some(env) = env {
+            layers.push(Layer {
+                name: "template",
+                lower: env.to_path_buf(),
+                at: env.to_path_buf(),
+                owner: ids::USER_ID,
+            });
+        }
+        Some(layers)
     }
 
     /// The template environments.
@@ -258,14 +427,78 @@ impl RootFs {
     }
 
     /// Adds bubblewrap's arguments that build the root of the sandbox at
-    /// `paths`, with `env` (a directory from [`TemplateEnvs::get`]) bound
-    /// read-only at its own path and first on a login shell's `PATH`.
+    /// `paths`, with `env` (a directory from [`TemplateEnvs::get`]) at its
+    /// own path and first on a login shell's `PATH`. With `overlays` (each
+    /// overlay's mount point and place, from [`super::overlay::mount`]; the one at
+    /// `/` is bound before everything else, by the caller), the root is
+    /// copy-on-write; without, read-only.
     pub(super) fn add_bwrap_args(
         &self,
         cmd: &mut HostCommand,
         paths: &SandboxPaths,
         env: Option<&Path>,
+        overlays: Option<&[(PathBuf, PathBuf)]>,
     ) -> std::io::Result<()> {
+        match overlays {
+            Some(overlays) => {
+                if let Some(env) = env {
+                    self.add_template_env_args(cmd, env)?;
+                }
+                for (point, at) in overlays.iter().filter(|(_, at)| at != Path::new("/")) {
+                    cmd.arg("--bind").arg(point).arg(at);
+                }
+                // A host that keeps /lib and the others apart from /usr.
+                for path in HOST_RUNTIME.iter().filter(|p| **p != "/usr") {
+                    let dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+                    if dir {
+                        cmd.args(["--ro-bind", path, path]);
+                    }
+                }
+            }
+            None => self.add_read_only_args(cmd, env)?,
+        }
+        cmd.arg("--bind").arg(paths.home()).arg(HOME_DIR);
+        cmd.arg("--bind").arg(paths.root_home()).arg("/root");
+        cmd.arg("--bind").arg(paths.tmp()).arg("/tmp");
+        cmd.arg("--bind").arg(paths.var_tmp()).arg("/var/tmp");
+        cmd.args(["--dev", "/dev", "--proc", "/proc"]);
+        let partitions = cmd.pass_fd(memfd("partitions", PARTITIONS)?);
+        cmd.args(["--perms", "0444", "--ro-bind-data"])
+            .arg(partitions.to_string())
+            .arg("/proc/partitions");
+        // Each start is a boot of its own, never the host's.
+        let boot_id = cmd.pass_fd(memfd("boot_id", &new_boot_id()?)?);
+        cmd.args(["--perms", "0444", "--ro-bind-data"])
+            .arg(boot_id.to_string())
+            .arg("/proc/sys/kernel/random/boot_id");
+        if overlays.is_none() {
+            // Nothing may be written outside the sandbox's own directories.
+            cmd.args(["--remount-ro", "/"]);
+        }
+        Ok(())
+    }
+
+    /// The template environment's mount point `env` and its parents, and
+    /// the script that puts it first on `PATH`: only in the sandboxes
+    /// that have it.
+    fn add_template_env_args(&self, cmd: &mut HostCommand, env: &Path) -> std::io::Result<()> {
+        let mut dirs: Vec<&Path> = env.ancestors().collect();
+        dirs.reverse();
+        for dir in dirs.iter().filter(|d| d.parent().is_some()) {
+            cmd.args(["--perms", "0755", "--dir"]).arg(dir);
+        }
+        if let Some((name, content)) = self
+            .scripts
+            .iter()
+            .find(|(name, _)| *name == PROFILE_SCRIPT)
+        {
+            add_file(cmd, content, &Path::new(PROFILE_D).join(name))?;
+        }
+        Ok(())
+    }
+
+    /// The read-only root: host paths bound, the server's files copied in.
+    fn add_read_only_args(&self, cmd: &mut HostCommand, env: Option<&Path>) -> std::io::Result<()> {
         // bubblewrap makes a mount point's missing parents for its own
         // user only (0700), and it runs as the sandbox's root.
         for dir in SHARED_PARENTS {
@@ -302,36 +535,167 @@ impl RootFs {
                 }
             }
         }
-        for (name, content) in &self.scripts {
-            if *name == PROFILE_SCRIPT && env.is_none() {
-                continue;
-            }
+        for (name, content) in self
+            .scripts
+            .iter()
+            .filter(|(name, _)| *name != PROFILE_SCRIPT)
+        {
             add_file(cmd, content, &Path::new(PROFILE_D).join(name))?;
         }
         if let Some(env) = env {
-            let mut parents: Vec<&Path> = env.ancestors().skip(1).collect();
-            parents.reverse();
-            for dir in parents.iter().filter(|d| d.parent().is_some()) {
-                cmd.args(["--perms", "0755", "--dir"]).arg(dir);
-            }
+            self.add_template_env_args(cmd, env)?;
             cmd.arg("--ro-bind").arg(env).arg(env);
         }
         for (name, content) in synthesized_etc() {
             add_file(cmd, content, &Path::new("/etc").join(name))?;
         }
-        cmd.arg("--bind").arg(paths.home()).arg(HOME_DIR);
-        cmd.arg("--bind").arg(paths.root_home()).arg("/root");
-        cmd.arg("--bind").arg(paths.tmp()).arg("/tmp");
-        cmd.arg("--bind").arg(paths.var_tmp()).arg("/var/tmp");
-        cmd.args(["--dev", "/dev", "--proc", "/proc"]);
-        let partitions = cmd.pass_fd(memfd("partitions", PARTITIONS)?);
-        cmd.arg("--ro-bind-data")
-            .arg(partitions.to_string())
-            .arg("/proc/partitions");
-        // Nothing may be written outside the sandbox's own directories.
-        cmd.args(["--remount-ro", "/"]);
         Ok(())
     }
+}
+
+/// Makes `dir` with `mode` (whatever the umask).
+fn make_dir(dir: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
+}
+
+/// Removes the tree at `path`, if there is one.
+fn remove_tree(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+/// Writes `content` to `path`, `0644`.
+fn write_file(path: &Path, content: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, content)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644))
+}
+
+/// Copies the host's `src` (a file, a symbolic link as a link, or a
+/// directory with what it holds) to `dst`, if it is there; anything else
+/// (a socket, a device) is left out.
+fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::symlink_metadata(src) else {
+        return Ok(());
+    };
+    if let Some(parent) = dst.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        std::os::unix::fs::symlink(std::fs::read_link(src)?, dst)
+    } else if kind.is_dir() {
+        make_dir(dst, meta.permissions().mode() & 0o7777)?;
+        for entry in std::fs::read_dir(src)?.flatten() {
+            copy_tree(&entry.path(), &dst.join(entry.file_name()))?;
+        }
+        Ok(())
+    } else if kind.is_file() {
+        std::fs::copy(src, dst).map(drop)
+    } else {
+        Ok(())
+    }
+}
+
+/// `ours` (the server's `passwd` or `group`) with the host's system
+/// accounts (ids 1 to 999: `_apt`, `messagebus`, …, which packages'
+/// scripts expect) from `host_file`, their member lists left out.
+fn with_system_accounts(ours: &str, host_file: &str) -> String {
+    let host = std::fs::read_to_string(host_file).unwrap_or_default();
+    system_accounts(ours, &host)
+}
+
+fn system_accounts(ours: &str, host: &str) -> String {
+    let mut out = ours.to_string();
+    let taken: Vec<&str> = ours.lines().filter_map(|l| l.split(':').next()).collect();
+    for line in host.lines() {
+        let fields: Vec<&str> = line.split(':').collect();
+        let system = fields
+            .get(2)
+            .and_then(|id| id.parse::<u32>().ok())
+            .is_some_and(|id| (1..1000).contains(&id));
+        let plain = line.chars().all(|c| c.is_ascii_graphic() || c == ' ');
+        if fields.len() < 4 || !system || !plain || taken.contains(&fields[0]) {
+            continue;
+        }
+        if fields.len() == 4 {
+            // A group: its name, id and no members.
+            out.push_str(&format!("{}:x:{}:\n", fields[0], fields[2]));
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// apt's sources for the system `os_release` describes (Debian's or
+/// Ubuntu's own archives, as their images have), or none for another.
+fn apt_sources(os_release: &str) -> Option<String> {
+    let field = |name: &str| {
+        os_release.lines().find_map(|l| {
+            l.strip_prefix(name)
+                .and_then(|v| v.strip_prefix('='))
+                .map(|v| v.trim_matches('"').to_string())
+        })
+    };
+    let codename =
+        field("VERSION_CODENAME").filter(|c| c.chars().all(|c| c.is_ascii_alphanumeric()))?;
+    let c = codename.as_str();
+    let (archive, security, suites, components, keyring) = match field("ID")?.as_str() {
+        "debian" => (
+            "http://deb.debian.org/debian",
+            (
+                "http://deb.debian.org/debian-security",
+                format!("{c}-security"),
+            ),
+            format!("{c} {c}-updates"),
+            "main",
+            "debian-archive-keyring.gpg",
+        ),
+        "ubuntu" => (
+            "http://archive.ubuntu.com/ubuntu",
+            ("http://security.ubuntu.com/ubuntu", format!("{c}-security")),
+            format!("{c} {c}-updates"),
+            "main universe",
+            "ubuntu-archive-keyring.gpg",
+        ),
+        _ => return None,
+    };
+    let stanza = |uri: &str, suites: &str| {
+        format!(
+            "Types: deb\nURIs: {uri}\nSuites: {suites}\nComponents: {components}\n\
+             Signed-By: /usr/share/keyrings/{keyring}\n"
+        )
+    };
+    Some(format!(
+        "# Written by the local server.\n{}\n{}",
+        stanza(archive, &suites),
+        stanza(security.0, &security.1)
+    ))
+}
+
+/// A random boot id, as the kernel writes one (a version 4 UUID, a line).
+fn new_boot_id() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}\n",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    ))
 }
 
 /// A file of the root, `content` copied into it (`--file`), `0644`.

@@ -13,7 +13,7 @@ use tokio::io::AsyncReadExt;
 use super::anchor::{self, Anchor};
 use super::disk::Disk;
 use super::ids::{HostIds, IdBlocks, UserNsMaps};
-use super::launcher::{Launcher, Provision, SANDBOX_PATH};
+use super::launcher::{Isolated, Launcher, Provision, SANDBOX_PATH};
 use super::limits::{Cgroup, Limits, Usage};
 use super::network::Internet;
 use super::slot::{Outcome, Slot, Turn};
@@ -404,12 +404,24 @@ impl SandboxRunner {
                 return Ok((cmd, false, None));
             }
         };
+        let overlays = self
+            .mount_overlays(iso)
+            .map_err(|e| format!("cannot mount the sandbox's root: {e}"))?;
         let mut cmd = HostCommand::new(&iso.bwrap);
+        // The copy-on-write root first: every other mount goes on it.
+        if let Some((root, _)) = overlays.as_ref().and_then(|o| o.first()) {
+            cmd.arg("--bind").arg(root).arg("/");
+        }
         anchor::bwrap_prefix(&mut cmd, &iso.envd, iso.privileged);
         seccomp::add_to_bwrap(&mut cmd)
             .map_err(|e| format!("cannot set up the seccomp filter: {e}"))?;
         iso.rootfs
-            .add_bwrap_args(&mut cmd, &self.paths, self.template_env.as_deref())
+            .add_bwrap_args(
+                &mut cmd,
+                &self.paths,
+                self.template_env.as_deref(),
+                overlays.as_deref(),
+            )
             .map_err(|e| format!("cannot write the sandbox's root: {e}"))?;
         cmd.args([
             "--unshare-pid",
@@ -437,6 +449,21 @@ impl SandboxRunner {
             cmd.run_as(uid, gid);
         }
         Ok((cmd, true, Some(ids.maps())))
+    }
+
+    /// Mounts the overlays of its copy-on-write root on its disk, when
+    /// roots are copy-on-write and it has a disk.
+    fn mount_overlays(&self, iso: &Isolated) -> std::io::Result<Option<Vec<(PathBuf, PathBuf)>>> {
+        let Some(layers) = iso.rootfs.layers(self.template_env.as_deref()) else {
+            return Ok(None);
+        };
+        let root = self.ids.and_then(|ids| ids.host(SandboxUser::Root));
+        match root {
+            Some((base, _)) if self.has_disk() => {
+                super::overlay::mount(self.paths.root(), base, &layers).map(Some)
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Runs `script` with `sh -c` as `user` and says whether it exited 0

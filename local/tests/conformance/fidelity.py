@@ -9,6 +9,7 @@ Prints `fidelity scenario passed`.
 """
 
 import json
+import os
 import time
 import urllib.error
 import urllib.request
@@ -66,11 +67,14 @@ def sudo(sbx: Sandbox) -> None:
     code = sbx.commands.run("sudo sh -c 'exit 7' || echo rc=$?")
     assert code.stdout.strip() == "rc=7", code.stdout
     # The sandbox's root, never the host's: uid 0 maps to an unprivileged
-    # host uid, and host files stay read-only to it.
+    # host uid, and what it writes to a host path lands on the sandbox's
+    # own copy-on-write root (or is refused, where roots are read-only).
     mapping = sbx.commands.run("sudo cat /proc/self/uid_map").stdout.split()
     assert mapping[0] == "0" and mapping[1] != "0", mapping
-    host = sbx.commands.run("sudo touch /usr/bin/e2b-sudo-probe 2>&1 || echo refused")
-    assert host.stdout.strip().endswith("refused"), host.stdout
+    probe = "/usr/bin/e2b-sudo-probe"
+    host = sbx.commands.run(f"sudo touch {probe} 2>&1 && echo wrote || echo refused")
+    assert host.stdout.strip().endswith(("wrote", "refused")), host.stdout
+    assert not os.path.exists(probe), "sudo in a sandbox wrote a host file"
     step("sudo runs as the sandbox's root with sudo's environment")
 
 

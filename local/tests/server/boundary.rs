@@ -165,11 +165,13 @@ async fn preload_libraries_from_a_sandbox_load_only_inside_it() {
     h.server.shutdown().await;
 }
 
-/// Sandbox root cannot remount the read-only `/usr` writable (it has no
-/// `CAP_SYS_ADMIN`: bubblewrap's binds are not locked in the sandbox's own
-/// user namespace), and neither it nor the files API (as root, directly
-/// or through a symlink) changes a host file: the file's owner is not
-/// mapped in the sandbox's user namespace, and envd acts only inside it.
+/// Sandbox root cannot remount `/usr` (it has no `CAP_SYS_ADMIN`:
+/// bubblewrap's binds are not locked in the sandbox's own user namespace),
+/// and what it and the files API (as root, directly or through a symlink)
+/// write to a host file's path lands on the sandbox's own copy-on-write
+/// root (or fails, where roots are read-only), never on the host's file:
+/// the file's owner is not mapped in the sandbox's user namespace, and
+/// envd acts only inside it.
 #[tokio::test]
 async fn sandbox_root_can_neither_remount_usr_nor_change_host_files() {
     if !rustix::process::getuid().is_root() {
@@ -202,11 +204,17 @@ async fn sandbox_root_can_neither_remount_usr_nor_change_host_files() {
         "sandbox root remounted /usr writable: {end} {}",
         stderr_of(&events)
     );
-    assert_eq!(stdout_of(&events), "host\n", "{}", stderr_of(&events));
+    let cow = h.server.isolation().contains("ext4 image");
+    let seen = if cow { "pwned\npwned\n" } else { "host\n" };
+    assert_eq!(stdout_of(&events), seen, "{}", stderr_of(&events));
 
     for path in [inside.as_str(), "/home/user/link"] {
         let (status, body) = upload(&h, &sbx, path, "root", b"pwned\n".to_vec()).await;
-        assert!(status >= 400, "the files API wrote {path}: {status} {body}");
+        if cow {
+            assert_eq!(status, 200, "the sandbox's own copy of {path}: {body}");
+        } else {
+            assert!(status >= 400, "the files API wrote {path}: {status} {body}");
+        }
     }
     assert_eq!(std::fs::read_to_string(&host_file).unwrap(), "host\n");
     h.server.shutdown().await;
@@ -485,7 +493,12 @@ async fn sudo_is_the_sandbox_root_never_the_hosts() {
         "sudo touch /usr/e2b-sudo-probe 2>/dev/null && echo wrote || echo refused",
     )
     .await;
-    assert_eq!(stdout_of(&events), "refused\n");
+    // Its own copy-on-write /usr, or a read-only one: never the host's.
+    let cow = h.server.isolation().contains("ext4 image");
+    assert_eq!(
+        stdout_of(&events),
+        if cow { "wrote\n" } else { "refused\n" }
+    );
     assert!(!Path::new("/usr/e2b-sudo-probe").exists());
     assert_eq!(
         upload(&h, &sbx, "/home/user/e.so", "user", library).await.0,

@@ -149,3 +149,65 @@ async fn python_sdk_v1_scenario() {
     assert_eq!(stats.count("POST /v2/sandboxes"), 0, "{stats:?}");
     h.server.shutdown().await;
 }
+
+/// A sandbox is a whole machine (`machine.py`): root writes anywhere,
+/// `pip install` as `user`, `dpkg -i` and `npm install -g` as root, kept
+/// through a pause and a snapshot; on a server with disk images (root),
+/// whose roots are copy-on-write. None of it reaches the host: not its
+/// `/usr`, its dpkg database nor the shared template's Python, and no
+/// overlay stays mounted once the sandboxes are gone.
+#[tokio::test]
+async fn python_sdk_machine() {
+    let python = python_from(
+        "E2B_TOOLS_PYTHON",
+        "e2b==2.63.0 and e2b-code-interpreter==2.11.5",
+        "target/pyenv",
+    );
+    let data = tempfile::tempdir().unwrap();
+    let h = crate::common::start_with(e2b_local::Options {
+        data_dir: Some(data.path().to_path_buf()),
+        ..Default::default()
+    })
+    .await;
+    if !h.server.isolation().contains("ext4 image") {
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/machine.py");
+    run_python(&h, &python, script, &[], "machine scenario passed").await;
+    for path in [
+        "/0",
+        "/opt/tool",
+        "/usr/local/share/e2b-machine",
+        "/usr/bin/e2b-machine-tool",
+        "/usr/local/bin/e2b-machine-npm",
+        "/usr/bin/e2b-machine-npm",
+    ] {
+        assert!(
+            !std::path::Path::new(path).exists(),
+            "{path} reached the host"
+        );
+    }
+    let status = std::fs::read_to_string("/var/lib/dpkg/status").unwrap();
+    assert!(
+        !status.contains("e2b-machine-deb"),
+        "the host's dpkg database changed"
+    );
+    let templates = std::env::var("E2B_TOOLS_TEMPLATES_DIR")
+        .unwrap_or_else(|_| "/var/lib/e2b-tools/templates".into());
+    let site = std::path::Path::new(&templates)
+        .join("code-interpreter-v1/lib/python3.11/site-packages/e2b_machine_pkg.py");
+    assert!(
+        !site.exists(),
+        "the shared template changed: {}",
+        site.display()
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let data = data.path().display().to_string();
+    assert!(
+        !mounts
+            .lines()
+            .any(|l| l.contains(&data) && l.contains(".rootfs")),
+        "an overlay outlived its sandbox:\n{mounts}"
+    );
+    h.server.shutdown().await;
+}

@@ -14,8 +14,9 @@ use crate::common::{run, start, start_sandbox, stderr_of, stdout_of, Harness, Sb
 /// every test process) and in no sandbox's.
 const HOST_ONLY_VAR: &str = "CARGO_PKG_NAME";
 
+/// `path` through the files API as the sandbox's root, who sees all of it.
 async fn download(h: &Harness, sbx: &Sbx, path: &str) -> (u16, String) {
-    let q = serde_urlencoded::to_string([("path", path)]).unwrap();
+    let q = serde_urlencoded::to_string([("path", path), ("username", "root")]).unwrap();
     let resp = h
         .sandbox_send(sbx, 49983, Method::GET, &format!("/files?{q}"))
         .await;
@@ -110,7 +111,9 @@ async fn host_files_are_not_there() {
         assert_eq!(status, 404, "{link}: {body}");
     }
     // Listing the host's private directories shows nothing of the host.
-    for dir in ["/root", "/home"] {
+    let (events, _) = run(&h, &sbx, "sudo ls -A /root").await;
+    assert_eq!(stdout_of(&events), "", "{}", stderr_of(&events));
+    for dir in ["/home"] {
         let (status, v) = h
             .filesystem(&sbx, "ListDir", json!({"path": dir, "depth": 1}))
             .await;
@@ -128,9 +131,16 @@ async fn host_files_are_not_there() {
         .await;
     assert_eq!(status, 404, "{v}");
     let (events, _) = run(&h, &sbx, "ls -A /").await;
+    // A copy-on-write root has a Debian system's other directories, empty.
+    let (empty, _) = run(&h, &sbx, "ls -A /media /mnt /run /srv /sys 2>/dev/null").await;
+    let listed = stdout_of(&empty);
+    let entries = listed
+        .lines()
+        .filter(|l| !l.is_empty() && !l.ends_with(':'));
+    assert_eq!(entries.count(), 0, "{listed}");
     let allowed = [
-        "bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "opt", "proc", "root",
-        "sbin", "tmp", "usr", "var",
+        "bin", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt", "opt",
+        "proc", "root", "run", "sbin", "srv", "sys", "tmp", "usr", "var",
     ];
     let listing = stdout_of(&events);
     for name in listing.lines() {
