@@ -726,7 +726,9 @@ fn check_mutable(parent: &OwnedFd, meta: &Meta, op: Op, path: &str) -> Result<()
     refuse_pseudo(parent, op, path)
 }
 
-/// Opens the single component `name` of `dir`, never through a symlink.
+/// Opens the single component `name` of `dir`, never through a symlink;
+/// one it creates is its owner's alone (`0600`) until its mode is set (a
+/// copy's attributes are written first, as the user the API acts for).
 fn open_child<N: rustix::path::Arg>(
     dir: &OwnedFd,
     name: N,
@@ -736,7 +738,12 @@ fn open_child<N: rustix::path::Arg>(
         dir,
         name,
         flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
+        // openat2 takes a mode with O_CREAT only.
+        if flags.contains(OFlags::CREATE) {
+            Mode::from_raw_mode(0o600)
+        } else {
+            Mode::empty()
+        },
         ONE_COMPONENT,
     )
 }
