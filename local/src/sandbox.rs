@@ -156,22 +156,28 @@ impl Sandbox {
         }
     }
 
-    /// Pauses it: open responses are cut, and its processes are frozen in
-    /// their cgroup, so memory survives (a background server, the kernel's
-    /// variables), as E2B's pause keeps the VM's. `None` if it was not
-    /// running; `Some(false)` when it could not be frozen (no freezer): the
-    /// caller then stops its processes.
-    pub fn pause(&self) -> Option<bool> {
+    /// Pauses it: open responses are cut, and, `keep_memory`, its
+    /// processes are frozen in their cgroup, so memory survives (a
+    /// background server, the kernel's variables), as E2B's pause keeps the
+    /// VM's. `None` if it was not running; `Some(false)` when it was not
+    /// frozen (a filesystem-only pause, or no freezer): the caller then
+    /// stops its processes, and the resume boots it anew.
+    pub fn pause(&self, keep_memory: bool) -> Option<bool> {
         match self.life.lock() {
             Ok(mut l) if l.state == State::Running => {
                 l.state = State::Paused;
                 self.gone.send_replace(true);
                 // Under the lock: a resume waits for the freeze to settle.
-                l.frozen = self.runner.freeze();
+                l.frozen = keep_memory && self.runner.freeze();
                 Some(l.frozen)
             }
             _ => None,
         }
+    }
+
+    /// Whether its memory is kept while it is paused (it is frozen).
+    pub fn memory_kept(&self) -> bool {
+        self.life.lock().is_ok_and(|l| l.frozen)
     }
 
     /// Resumes a paused sandbox with a fresh TTL; false if it was running.
@@ -203,6 +209,12 @@ impl Sandbox {
 
     pub fn auto_pause(&self) -> bool {
         self.request.auto_pause.unwrap_or(false)
+    }
+
+    /// Whether its pause at the TTL keeps memory (`autoPauseMemory`, by
+    /// default yes).
+    pub fn auto_pause_memory(&self) -> bool {
+        self.request.auto_pause_memory.unwrap_or(true)
     }
 
     pub fn auto_resume(&self) -> bool {

@@ -213,6 +213,15 @@ pub struct ConnectSandbox {
     pub memory: Option<bool>,
 }
 
+/// `POST /sandboxes/{id}/pause` body (`SandboxPauseRequest`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseRequest {
+    /// Keep memory (the default); false keeps only the filesystem, and the
+    /// resume cold-boots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<bool>,
+}
+
 /// `POST /sandboxes/{id}/snapshots` body (`SandboxSnapshotRequest`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotRequest {

@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use e2b_wire::api::{
-    ConnectSandbox, NewSandbox, Sandbox as SandboxBody, SetTimeout, DEFAULT_TIMEOUT_V1,
-    DEFAULT_TIMEOUT_V2, IDEMPOTENCY_KEY_HEADER,
+    ConnectSandbox, NewSandbox, PauseRequest, Sandbox as SandboxBody, SetTimeout,
+    DEFAULT_TIMEOUT_V1, DEFAULT_TIMEOUT_V2, IDEMPOTENCY_KEY_HEADER,
 };
 use http::HeaderMap;
 use http::StatusCode;
@@ -376,6 +376,10 @@ async fn connect(State(api): State<Api>, Path(id): Path<String>, body: Bytes) ->
         Ok(t) => t,
         Err(rejection) => return rejection.into_response(),
     };
+    // A resume without memory boots it anew: what a freeze kept goes.
+    if req.memory == Some(false) && sandbox.memory_kept() {
+        sandbox.stop_processes().await;
+    }
     if api.registry.resume(&sandbox, timeout) {
         (StatusCode::CREATED, Json(sandbox.body())).into_response()
     } else {
@@ -384,12 +388,24 @@ async fn connect(State(api): State<Api>, Path(id): Path<String>, body: Bytes) ->
     }
 }
 
-async fn pause(State(api): State<Api>, Path(id): Path<String>) -> Response {
+/// `POST /sandboxes/{id}/pause`, `{"memory": false}` for a filesystem-only
+/// pause: answered once its processes are gone, so what follows (a
+/// connect) boots it anew.
+async fn pause(State(api): State<Api>, Path(id): Path<String>, body: Bytes) -> Response {
     let Some(sandbox) = api.registry.get(&id) else {
         return not_found(&id);
     };
-    match api.registry.pause(&sandbox) {
-        Ok(true) => StatusCode::NO_CONTENT.into_response(),
+    let req: PauseRequest = match parse(&body) {
+        Ok(r) => r,
+        Err(rejection) => return rejection.into_response(),
+    };
+    match api.registry.pause(&sandbox, req.memory.unwrap_or(true)) {
+        Ok(true) => {
+            if !sandbox.memory_kept() {
+                sandbox.stop_processes().await;
+            }
+            StatusCode::NO_CONTENT.into_response()
+        }
         Ok(false) => api_error(
             StatusCode::CONFLICT,
             format!("Sandbox {id} is already paused"),

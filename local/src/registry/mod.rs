@@ -270,40 +270,41 @@ impl Registry {
     pub fn expire(&self, id: &str) {
         let Some(sandbox) = self.get(id) else { return };
         if sandbox.auto_pause() {
-            if let Err(e) = self.pause(&sandbox) {
+            let keep_memory = sandbox.auto_pause_memory();
+            if let Err(e) = self.pause(&sandbox, keep_memory) {
                 // Paused all the same: killing it would lose more.
                 tracing::error!(
                     "sandbox {id} paused at its timeout, but not recorded (it will not outlive the server): {e}"
                 );
-                self.freeze(&sandbox);
+                self.freeze(&sandbox, keep_memory);
             }
         } else {
             self.kill(id);
         }
     }
 
-    /// Pauses: processes are frozen (or, without a freezer, stopped), the
-    /// filesystem stays. `Ok(false)` if already paused. A persistent
-    /// server records the pause first, so a pause it could not record
-    /// does not happen.
-    pub fn pause(&self, sandbox: &Arc<Sandbox>) -> std::io::Result<bool> {
+    /// Pauses: processes are frozen when `keep_memory` (and there is a
+    /// freezer), else stopped, and the filesystem stays. `Ok(false)` if
+    /// already paused. A persistent server records the pause first, so a
+    /// pause it could not record does not happen.
+    pub fn pause(&self, sandbox: &Arc<Sandbox>, keep_memory: bool) -> std::io::Result<bool> {
         if sandbox.state() == State::Paused {
             return Ok(false);
         }
         if let Some(state) = &self.state {
             state.save_paused(&paused_record(sandbox))?;
         }
-        let paused = self.freeze(sandbox);
+        let paused = self.freeze(sandbox, keep_memory);
         if paused && self.state.is_some() {
             sandbox.runner.sync_disk();
         }
         Ok(paused)
     }
 
-    /// The pause itself: frozen, or stopped without a freezer. False if
-    /// it was paused already.
-    fn freeze(&self, sandbox: &Arc<Sandbox>) -> bool {
-        match sandbox.pause() {
+    /// The pause itself: frozen, or stopped. False if it was paused
+    /// already.
+    fn freeze(&self, sandbox: &Arc<Sandbox>, keep_memory: bool) -> bool {
+        match sandbox.pause(keep_memory) {
             None => false,
             Some(frozen) => {
                 if !frozen {
