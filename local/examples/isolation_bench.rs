@@ -31,6 +31,8 @@ struct Setup {
     name: &'static str,
     isolation: Isolation,
     internet: bool,
+    /// The root as it was before it became copy-on-write.
+    read_only_root: bool,
 }
 
 #[derive(Default)]
@@ -67,16 +69,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             name: "no isolation (`--no-isolation`)",
             isolation: Isolation::None,
             internet: false,
+            read_only_root: false,
+        },
+        Setup {
+            name: "isolated, no internet, read-only root (`Options::read_only_root`)",
+            isolation: Isolation::Bwrap,
+            internet: false,
+            read_only_root: true,
         },
         Setup {
             name: "isolated, no internet",
             isolation: Isolation::Bwrap,
             internet: false,
+            read_only_root: false,
         },
         Setup {
             name: "isolated, internet (slirp4netns)",
             isolation: Isolation::Bwrap,
             internet: true,
+            read_only_root: false,
         },
     ];
     let http = reqwest::Client::builder().no_proxy().build()?;
@@ -85,10 +96,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for setup in &setups {
         let server = LocalServer::start(Options {
             isolation: setup.isolation,
+            read_only_root: setup.read_only_root,
             ..Options::default()
         })
         .await?;
-        if setup.isolation == Isolation::Bwrap {
+        if setup.isolation == Isolation::Bwrap && !setup.read_only_root {
             layers = server.isolation().to_string();
         }
         let mut s = Samples::default();

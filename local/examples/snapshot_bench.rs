@@ -27,11 +27,15 @@ struct Bench {
 impl Bench {
     async fn start(
         persistent: bool,
+        read_only_root: bool,
     ) -> Result<(Bench, tempfile::TempDir), Box<dyn std::error::Error>> {
         let dir = tempfile::Builder::new()
             .prefix("e2b-snapshot-bench-")
             .tempdir_in("/var/tmp")?;
-        let mut opts = Options::default();
+        let mut opts = Options {
+            read_only_root,
+            ..Options::default()
+        };
         if persistent {
             opts.state_dir = Some(dir.path().to_path_buf());
         } else {
@@ -285,12 +289,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "unknown".into());
     let mut table = String::new();
     let mut layers = String::new();
-    for (persistent, mib_written) in [(false, 100), (false, 0), (true, 100)] {
-        let (b, _dir) = Bench::start(persistent).await?;
+    let setups = [
+        (false, 100, false),
+        (false, 100, true),
+        (false, 0, false),
+        (false, 0, true),
+        (true, 100, false),
+    ];
+    for (persistent, mib_written, read_only_root) in setups {
+        let (b, _dir) = Bench::start(persistent, read_only_root).await?;
         if !b.server.isolation().contains("ext4 image") {
             return Err("snapshots need disk images: run this as root, with loop devices".into());
         }
-        layers = b.server.isolation().to_string();
+        if !read_only_root {
+            layers = b.server.isolation().to_string();
+        }
         let mut rows: [Row; 5] = Default::default();
         // The first round warms caches.
         let mut warm: [Row; 5] = Default::default();
@@ -299,10 +312,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             round(&b, mib_written, &mut rows).await?;
         }
         b.server.shutdown().await;
-        let server = if persistent {
-            "persistent server (`state_dir`: the snapshot is flushed to disk)"
-        } else {
-            "server without state"
+        let server = match (persistent, read_only_root) {
+            (true, _) => "persistent server (`state_dir`: the snapshot is flushed to disk)",
+            (false, true) => "server without state, read-only root (`Options::read_only_root`)",
+            (false, false) => "server without state",
         };
         let names = [
             "snapshot (`POST /sandboxes/{id}/snapshots`)",

@@ -117,6 +117,10 @@ pub struct Options {
     pub tls: Option<TlsIdentity>,
     /// Record every request ([`LocalServer::take_requests`]).
     pub record_requests: bool,
+    /// Keep sandbox roots read-only but for the homes, `/tmp` and
+    /// `/var/tmp`, even where they could be copy-on-write (a server run as
+    /// root with disk images): the benchmark's comparison.
+    pub read_only_root: bool,
 }
 
 impl Default for Options {
@@ -133,6 +137,7 @@ impl Default for Options {
             limits: Limits::default(),
             cgroup_parent: None,
             tls: None,
+            read_only_root: false,
             record_requests: false,
         }
     }
@@ -267,6 +272,7 @@ impl LocalServer {
             &data_dir,
             opts.limits,
             opts.cgroup_parent.as_deref(),
+            !opts.read_only_root,
         )
         .await
         .map_err(|e| StartError::Isolation(e.0))?;

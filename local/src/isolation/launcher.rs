@@ -121,7 +121,7 @@ impl Launcher {
         match self {
             Launcher::None { .. } => "isolation: NONE (--no-isolation)".into(),
             Launcher::Bwrap(i) => format!(
-                "isolation: bubblewrap, envd inside; users: {}; limits: {}; disk: {}; network: {}; {}; {}",
+                "isolation: bubblewrap, envd inside; users: {}; limits: {}; disk: {}; root: {}; network: {}; {}; {}",
                 if i.privileged {
                     "a subordinate uid block per sandbox"
                 } else {
@@ -132,6 +132,11 @@ impl Launcher {
                     format!("{} MiB ext4 image per sandbox", i.limits.disk_mb)
                 } else {
                     format!("file size capped at {} MiB, total not", i.limits.disk_mb)
+                },
+                if i.rootfs.is_copy_on_write() {
+                    "copy-on-write (every path writable, changes on the sandbox's disk)"
+                } else {
+                    "read-only but the homes, /tmp and /var/tmp"
                 },
                 i.internet.describe(),
                 i.rootfs.templates().describe(),

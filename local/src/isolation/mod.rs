@@ -47,12 +47,15 @@ use rootfs::{RootFs, TemplateEnvs};
 pub use runner::{PortError, SandboxRunner};
 
 impl Launcher {
-    /// Finds and tries bubblewrap and the other layers (or accepts the opt-out).
+    /// Finds and tries bubblewrap and the other layers (or accepts the
+    /// opt-out); roots are copy-on-write where there are disk images and
+    /// `copy_on_write`.
     pub async fn detect(
         isolation: &Isolation,
         data_dir: &Path,
         limits: Limits,
         cgroup_parent: Option<&Path>,
+        copy_on_write: bool,
     ) -> Result<Self, IsolationUnavailable> {
         let uid = rustix::process::getuid().as_raw();
         let gid = rustix::process::getgid().as_raw();
@@ -79,7 +82,7 @@ impl Launcher {
         })?;
         let mut rootfs = RootFs::new(TemplateEnvs::detect(privileged));
         let disks = Disk::available(privileged);
-        if disks {
+        if disks && copy_on_write {
             // Roots are copy-on-write on the sandboxes' disks.
             rootfs.write_base(data_dir).map_err(|e| {
                 IsolationUnavailable(format!("cannot write the sandboxes' base root: {e}"))

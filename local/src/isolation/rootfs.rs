@@ -388,6 +388,11 @@ impl RootFs {
         Ok(())
     }
 
+    /// Whether roots are copy-on-write ([`RootFs::write_base`] ran).
+    pub fn is_copy_on_write(&self) -> bool {
+        self.base.is_some()
+    }
+
     /// The layers of a copy-on-write root with `env` (from
     /// [`TemplateEnvs::get`]), the base at `/` first; none when roots are
     /// read-only.
