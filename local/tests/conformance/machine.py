@@ -9,6 +9,7 @@ marker line the server test looks for, then `machine scenario passed`.
 
 import datetime
 import io
+import sys
 import time
 import zipfile
 
@@ -16,6 +17,8 @@ from e2b import CommandExitException, Sandbox
 
 made = []
 MARKER = f"m{time.time_ns()}"
+# "internet": the server gives sandboxes internet (its isolation line says so).
+INTERNET = sys.argv[1:] == ["internet"]
 
 
 def step(name: str) -> None:
@@ -123,6 +126,30 @@ try:
     check_installed(copy)
     step("and a snapshot")
 
+    (fork,) = copy.fork(count=1, timeout=120)
+    made.append(fork)
+    check_installed(fork)
+    run(fork, "rm -rf /opt/tool && echo forked > /opt/fork.txt", "root")
+    assert run(copy, "ls /opt/tool && test ! -e /opt/fork.txt && echo apart", "root") == "apart\n"
+    step("and a fork, which then goes its own way")
+
+    if INTERNET:
+        out = run(copy, "pip install --disable-pip-version-check cowsay 2>&1")
+        assert "Successfully installed cowsay" in out, out
+        assert run(copy, "python -c 'import cowsay; print(cowsay.__name__)'") == "cowsay\n"
+        step("pip install from the registry, with internet")
+
+    # Bad input breaks only the sandbox that gave it.
+    full = copy.commands.run("fallocate -l 64G /opt/huge 2>&1; echo rc=$?", user="root", timeout=60)
+    assert "No space left on device" in full.stdout and "rc=1" in full.stdout, full
+    try:
+        copy.commands.run("rm -rf /usr 2>/dev/null; /usr/bin/true", user="root", timeout=60)
+        raise AssertionError("a sandbox without /usr still ran /usr/bin/true")
+    except CommandExitException:
+        pass
+    assert run(fork, "python -c 'print(1)'") == "1\n", "another sandbox is whole"
+    step("a full disk is ENOSPC and a deleted /usr breaks only its sandbox")
+
     fresh = create(template="code-interpreter-v1")
     # Each sandbox boots: a boot id of its own, not the host's.
     boot = "/proc/sys/kernel/random/boot_id"
@@ -140,6 +167,40 @@ try:
     except CommandExitException as e:
         assert e.exit_code == 1, e
     step("a new sandbox has none of it")
+
+    # A filesystem-only pause cold-boots on resume: its processes are gone,
+    # it has a new boot id, and its files stay. A memory pause keeps both.
+    def alive(box: Sandbox) -> bool:
+        try:
+            box.commands.run("pgrep -f 'sleep 4242'", timeout=30)
+            return True
+        except CommandExitException:
+            return False
+
+    def booted(box: Sandbox, pause) -> tuple:
+        box.commands.run("sleep 4242", background=True)
+        run(box, "echo kept > /opt/kept", "root")
+        before = run(box, f"cat {boot}")
+        pause(box)
+        box = Sandbox.connect(box.sandbox_id)
+        assert run(box, "cat /opt/kept") == "kept\n", "the files stay"
+        return box, before != run(box, f"cat {boot}"), alive(box)
+
+    fresh, rebooted, kept = booted(fresh, lambda b: b.pause())
+    assert (rebooted, kept) == (False, True), "a memory pause keeps processes"
+    fresh, rebooted, kept = booted(fresh, lambda b: b.pause(mode="filesystem"))
+    assert (rebooted, kept) == (True, False), "a filesystem pause cold-boots"
+    fresh.commands.run("sleep 4242", background=True)
+    fresh.pause()
+    fresh = Sandbox.connect(fresh.sandbox_id, on_resume="reboot")
+    assert not alive(fresh), "a resume with on_resume='reboot' cold-boots"
+    timed = create(lifecycle={"on_timeout": {"action": "pause", "mode": "filesystem"}}, timeout=2)
+    timed.commands.run("sleep 4242", background=True)
+    time.sleep(4)
+    assert Sandbox.get_info(timed.sandbox_id).state.value == "paused"
+    timed = Sandbox.connect(timed.sandbox_id)
+    assert not alive(timed), "auto-pause with mode='filesystem' cold-boots"
+    step("filesystem-only pauses cold-boot, memory pauses do not")
     Sandbox.delete_snapshot(snapshot.snapshot_id)
     print(f"marker: {MARKER}", flush=True)
 finally:

@@ -204,7 +204,7 @@ async fn sandbox_root_can_neither_remount_usr_nor_change_host_files() {
         "sandbox root remounted /usr writable: {end} {}",
         stderr_of(&events)
     );
-    let cow = h.server.isolation().contains("ext4 image");
+    let cow = h.server.isolation().contains("root: copy-on-write");
     let seen = if cow { "pwned\npwned\n" } else { "host\n" };
     assert_eq!(stdout_of(&events), seen, "{}", stderr_of(&events));
 
@@ -494,7 +494,7 @@ async fn sudo_is_the_sandbox_root_never_the_hosts() {
     )
     .await;
     // Its own copy-on-write /usr, or a read-only one: never the host's.
-    let cow = h.server.isolation().contains("ext4 image");
+    let cow = h.server.isolation().contains("root: copy-on-write");
     assert_eq!(
         stdout_of(&events),
         if cow { "wrote\n" } else { "refused\n" }

@@ -169,14 +169,25 @@ async fn python_sdk_machine() {
         ..Default::default()
     })
     .await;
-    if !h.server.isolation().contains("ext4 image") {
+    if !h.server.isolation().contains("root: copy-on-write") {
         return;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/machine.py");
-    run_python(&h, &python, script, &[], "machine scenario passed").await;
+    // With internet, pip install from the registry too.
+    let args: Vec<String> = if h.server.isolation().contains("internet through") {
+        vec!["internet".into()]
+    } else {
+        vec![]
+    };
+    run_python(&h, &python, script, &args, "machine scenario passed").await;
+    assert!(
+        std::path::Path::new("/usr/bin/true").exists(),
+        "a sandbox removed the host's /usr"
+    );
     for path in [
         "/0",
         "/opt/tool",
+        "/opt/huge",
         "/usr/local/share/e2b-machine",
         "/usr/bin/e2b-machine-tool",
         "/usr/local/bin/e2b-machine-npm",

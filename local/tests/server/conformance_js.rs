@@ -106,3 +106,20 @@ async fn js_sdk_snapshots() {
     assert_eq!(stats.count("POST /sandboxes/{id}/fork"), 1, "{stats:?}");
     h.server.shutdown().await;
 }
+
+/// A sandbox is a whole machine through the JS SDK (`machine.mjs`), on a
+/// server whose roots are copy-on-write (root, with disk images).
+#[tokio::test]
+async fn js_sdk_machine() {
+    let dir = node_dir();
+    let h = start().await;
+    if !h.server.isolation().contains("root: copy-on-write") {
+        return;
+    }
+    let mut node = tokio::process::Command::new("node");
+    node.arg("machine.mjs").current_dir(&dir);
+    let stdout = run_sdk_client(&h, node, "the JS SDK machine scenario").await;
+    assert!(stdout.trim_end().ends_with("OK 10 checks"), "{stdout}");
+    assert_eq!(h.server.stats().live_sandboxes, 0);
+    h.server.shutdown().await;
+}

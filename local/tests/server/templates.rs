@@ -140,7 +140,7 @@ async fn code_interpreter_sandboxes_have_the_data_stack() {
 
     // The sandbox's own: writable on a copy-on-write root (by `user`, as
     // `pip install` needs), read-only on another; the host's never changes.
-    let cow = h.server.isolation().contains("ext4 image");
+    let cow = h.server.isolation().contains("root: copy-on-write");
     let (events, _) = run(
         &h,
         &sbx,
