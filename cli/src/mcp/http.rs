@@ -5,7 +5,10 @@
 //!
 //! In front of rmcp: a bearer token on every request (compared in
 //! constant time), a cap on live sessions (a clear JSON-RPC error past it),
-//! and a bound on request bodies. rmcp checks `Host` and `Origin` against
+//! a bound on request bodies (rmcp's own raised to it), a `DELETE` of a
+//! session that is not live answered 404, as the transport specification
+//! says (rmcp answers 202), and the JSON-RPC batches of revision 2025-03-26
+//! ([`super::batch`]), which rmcp refuses. rmcp checks `Host` and `Origin` against
 //! DNS rebinding, as the specification requires.
 //!
 //! ```no_run
@@ -36,6 +39,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::batch;
 use super::catalog::{Catalog, StatelessTools};
 use super::error::McpError;
 use super::server::{McpServer, SessionOpener};
@@ -137,6 +141,9 @@ struct Gate {
     token: Arc<str>,
     live: Arc<AtomicUsize>,
     max_sessions: usize,
+    sessions: Arc<LocalSessionManager>,
+    /// rmcp's service itself, for the messages of a batch.
+    service: StreamableHttpService<McpServer, LocalSessionManager>,
 }
 
 impl McpHttpServer {
@@ -227,12 +234,16 @@ impl McpHttpServer {
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
             .with_allowed_origins(origins)
+            .with_max_request_body_bytes(MAX_BODY_BYTES)
             .with_cancellation_token(cancel.child_token());
-        let service = StreamableHttpService::new(factory, Arc::new(sessions), config);
+        let sessions = Arc::new(sessions);
+        let service = StreamableHttpService::new(factory, sessions.clone(), config);
         let gate = Gate {
             token: options.token.into(),
             live: live.clone(),
             max_sessions: options.max_sessions,
+            sessions,
+            service: service.clone(),
         };
         let router = axum::Router::new()
             .route_service(PATH, service)
@@ -325,6 +336,14 @@ async fn guard(State(gate): State<Gate>, request: Request, next: Next) -> Respon
         )
             .into_response();
     }
+    if request.method() == axum::http::Method::DELETE {
+        if let Some(id) = session_id(&request) {
+            use rmcp::transport::streamable_http_server::SessionManager as _;
+            if !gate.sessions.has_session(&id.into()).await.unwrap_or(true) {
+                return (StatusCode::NOT_FOUND, "no such session\n").into_response();
+            }
+        }
+    }
     let new_session = request.method() == axum::http::Method::POST
         && !request.headers().contains_key("mcp-session-id");
     // Reserved before rmcp sees the request, so the cap holds however many
@@ -340,8 +359,74 @@ async fn guard(State(gate): State<Gate>, request: Request, next: Next) -> Respon
     // A body without a length is bounded as it is read.
     let (parts, body) = request.into_parts();
     let body = Body::new(http_body_util::Limited::new(body, MAX_BODY_BYTES));
+    // A session's message may be a batch: read, to look.
+    if parts.method == axum::http::Method::POST && parts.headers.contains_key("mcp-session-id") {
+        let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request body too large or cut\n",
+            )
+                .into_response();
+        };
+        if batch::is_batch(&bytes) {
+            let revision = parts
+                .headers
+                .get("mcp-protocol-version")
+                .and_then(|v| v.to_str().ok());
+            let send = |message| send_one(gate.service.clone(), &parts, message);
+            return batch::answer(&bytes, revision, send).await;
+        }
+        let request = Request::from_parts(parts, Body::from(bytes));
+        return next.run(request).await;
+    }
     let request = Request::from_parts(parts, body);
     RESERVED.scope(Cell::new(reserved), next.run(request)).await
+}
+
+/// One message of a batch sent to rmcp as a POST of its own, with the
+/// batch's headers; its answer read whole.
+async fn send_one(
+    service: StreamableHttpService<McpServer, LocalSessionManager>,
+    head: &axum::http::request::Parts,
+    message: axum::body::Bytes,
+) -> batch::Answer {
+    use http_body_util::BodyExt as _;
+    use tower_service::Service as _;
+    let mut request = Request::new(Body::from(message.clone()));
+    *request.method_mut() = head.method.clone();
+    *request.uri_mut() = head.uri.clone();
+    *request.headers_mut() = head.headers.clone();
+    request
+        .headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(message.len()));
+    let mut service = service;
+    let Ok(response) = service.call(request).await;
+    let (parts, body) = response.into_parts();
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let body = body
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    batch::Answer {
+        status: parts.status,
+        content_type,
+        body,
+    }
+}
+
+/// The request's `Mcp-Session-Id`, if it has one.
+fn session_id(request: &Request) -> Option<String> {
+    request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 /// The answer to a new session past the cap: a JSON-RPC error, 503.

@@ -15,7 +15,7 @@
 //! handler [`McpServer`] (`server.rs`), result conversion
 //! ([`tool_result`]), then the transports on top: stdio
 //! ([`McpServer::serve_stdio`], `stdio.rs`) and streamable HTTP
-//! ([`http`]).
+//! ([`http`], with `batch.rs` for the batches of revision 2025-03-26).
 //!
 //! ```no_run
 //! # async fn example(runtime: e2b_tools_host::Runtime) -> anyhow::Result<()> {
@@ -27,6 +27,7 @@
 //! # }
 //! ```
 
+mod batch;
 mod catalog;
 mod content;
 mod error;

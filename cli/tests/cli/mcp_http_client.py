@@ -86,6 +86,35 @@ async def sessions() -> None:
         assert raw.delete(URL, headers=headers).status_code in (200, 202, 204)
         closed = raw.post(URL, json={"jsonrpc": "2.0", "id": 8, "method": "tools/list"}, headers=headers)
         assert closed.status_code == 404, closed
+        # And a DELETE of it again, or of a session never made, is 404 too.
+        assert raw.delete(URL, headers=headers).status_code == 404
+        never = {**headers, "mcp-session-id": "never-made"}
+        assert raw.delete(URL, headers=never).status_code == 404
+        # A batch on a session of a later revision is refused, saying why.
+        sid = raw.post(URL, json=INIT).headers["mcp-session-id"]
+        headers = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        batch = [{"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+        refused = raw.post(URL, json=batch, headers=headers)
+        assert refused.status_code == 400 and "2025-03-26 only" in refused.text, refused.text
+        assert raw.delete(URL, headers=headers).status_code in (200, 202, 204)
+    # A 2025-03-26 session (no protocol header, as that revision sends
+    # none) takes batches, answered as one JSON array.
+    with httpx.Client(headers={**ACCEPT, **AUTH}, timeout=60) as raw:
+        old = {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-03-26"}}
+        opened = raw.post(URL, json=old)
+        assert "2025-03-26" in opened.text, opened.text
+        headers = {"mcp-session-id": opened.headers["mcp-session-id"]}
+        batch = [
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        ]
+        answered = raw.post(URL, json=batch, headers=headers)
+        assert answered.status_code == 200, answered.text
+        replies = answered.json()
+        assert [r["id"] for r in replies] == [2, 3], replies
+        assert any(t["name"] == "run_code" for t in replies[0]["result"]["tools"]), replies
+        assert raw.delete(URL, headers=headers).status_code in (200, 202, 204)
     wait_for_sandboxes(0)
 
     async with streamable_http_client(URL, http_client=create_mcp_http_client(headers=AUTH)) as (read_a, write_a):
@@ -121,6 +150,10 @@ async def sessions() -> None:
             assert any(e["name"] == "n.txt" for e in listing["entries"]), listing
             command = await call(a, schemas, "run_command", {"command": "cat n.txt"})
             assert command["stdout"] == "kept", command
+            # A write over rmcp's own 4 MiB default bound is taken.
+            await call(a, schemas, "write_file", {"path": "big.txt", "content": "y" * (6 << 20)})
+            size = await call(a, schemas, "run_command", {"command": "wc -c < big.txt"})
+            assert size["stdout"].strip() == str(6 << 20), size
             started = await call(
                 a, schemas, "start_background_command", {"command": "echo up; sleep 300"}
             )
