@@ -1,4 +1,4 @@
-//! The sandbox-option flags (README's Configuration table) reach the
+//! The sandbox-option flags (docs/configuration.md's table) reach the
 //! component and, through it, the server; bad values are clap's usage
 //! errors. And `local serve` prints lines a shell can source.
 
