@@ -3,12 +3,27 @@
 
 mod command;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = command::args::Cli::parse();
+    let cli = match command::args::Cli::command()
+        .try_get_matches_from(std::env::args_os())
+        .and_then(|matches| command::args::Cli::from_arg_matches(&matches))
+    {
+        Ok(cli) => cli,
+        // Each subcommand's help shows the options it takes.
+        Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => {
+            let help = err.render().to_string();
+            print!(
+                "{}",
+                command::args::scoped_help(&help, &command::args::global_names())
+            );
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => err.exit(),
+    };
     let audit = cli.global.verbose || cli.global.log_format == command::args::LogFormat::Json;
     command::logging::init(cli.global.log_format, audit);
     command::run(cli).await

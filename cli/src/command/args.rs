@@ -195,6 +195,16 @@ pub(crate) enum LogFormat {
     Json,
 }
 
+/// The long names of the options every subcommand takes ([`GlobalArgs`]).
+pub(crate) fn global_names() -> Vec<String> {
+    use clap::CommandFactory;
+    Cli::command()
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
+}
+
 /// Options shared by all subcommands (they may be given before or after
 /// the subcommand).
 #[derive(Debug, Args)]
@@ -403,10 +413,118 @@ fn parse_url(text: &str) -> Result<String, String> {
     Ok(text.trim().to_string())
 }
 
+/// The global options a subcommand uses, by the first word of its path
+/// (`local` for `local serve`); `None`: every one (`call`, `batch`, `mcp`).
+fn globals_used(subcommand: &str) -> Option<&'static [&'static str]> {
+    const LOGGING: [&str; 2] = ["log-format", "verbose"];
+    match subcommand {
+        "tools" => Some(&["component", "stateless", "tools", LOGGING[0], LOGGING[1]]),
+        "local" => Some(&["no-isolation", LOGGING[0], LOGGING[1]]),
+        "sandbox" | "snapshot" => Some(&[
+            "component",
+            "domain",
+            "api-url",
+            "sandbox-url",
+            "proxy",
+            "request-timeout-ms",
+            LOGGING[0],
+            LOGGING[1],
+        ]),
+        _ => None,
+    }
+}
+
+/// clap's `help` for a subcommand without the global options it does not
+/// use (they are accepted anywhere, and ignored there): each subcommand's
+/// help shows what it takes. The subcommand is read from the help's
+/// `Usage:` line; `globals` are the long names of the global options.
+pub(crate) fn scoped_help(help: &str, globals: &[String]) -> String {
+    let subcommand = help
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("Usage: e2b-tools "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or("");
+    let Some(used) = globals_used(subcommand) else {
+        return help.to_string();
+    };
+    let dropped = |name: &str| globals.iter().any(|g| g == name) && !used.contains(&name);
+    let mut out = String::with_capacity(help.len());
+    let mut skipping = false;
+    for line in help.split_inclusive('\n') {
+        if let Some(name) = option_name(line) {
+            skipping = dropped(name);
+        } else if !line.starts_with(' ') && !line.trim().is_empty() {
+            // A line of its own (a section heading): the entry ended.
+            skipping = false;
+        }
+        if !skipping {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// The long name of the option whose help entry `line` starts, if it does
+/// (`  -v, --verbose …` or `      --port <PORT> …`).
+fn option_name(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("  ")?;
+    let rest = match rest.strip_prefix('-') {
+        Some(short) if !short.starts_with('-') => short.get(1..)?.strip_prefix(", ")?,
+        _ => rest.trim_start_matches(' '),
+    };
+    (line.len() - rest.len() <= 6).then_some(())?;
+    let name = rest.strip_prefix("--")?;
+    let end = name
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .unwrap_or(name.len());
+    Some(&name[..end])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// The help clap prints for `args`, scoped as `main` prints it.
+    fn help(args: &[&str]) -> String {
+        let err = Cli::command()
+            .try_get_matches_from(std::iter::once("e2b-tools").chain(args.iter().copied()))
+            .unwrap_err();
+        scoped_help(&err.render().to_string(), &global_names())
+    }
+
+    #[test]
+    fn a_subcommands_help_shows_only_the_global_options_it_uses() {
+        let serve = help(&["local", "serve", "--help"]);
+        for taken in ["--port", "--state-dir", "--no-isolation", "--help"] {
+            assert!(serve.contains(taken), "{taken}:\n{serve}");
+        }
+        for not_taken in [
+            "--warm-pool",
+            "--rich-results",
+            "--tools",
+            "--template",
+            "--backend",
+        ] {
+            assert!(!serve.contains(not_taken), "{not_taken}:\n{serve}");
+        }
+        assert!(serve.lines().count() < 60, "{serve}");
+        let list = help(&["sandbox", "list", "-h"]);
+        assert!(
+            list.contains("--api-url") && list.contains("--json"),
+            "{list}"
+        );
+        assert!(
+            !list.contains("--template") && !list.contains("--sandbox-id"),
+            "{list}"
+        );
+        // call, batch and mcp take them all.
+        let call = help(&["call", "--help"]);
+        assert!(
+            call.contains("--warm-pool") && call.contains("--template"),
+            "{call}"
+        );
+    }
 
     #[test]
     fn the_cli_definition_is_consistent() {

@@ -548,6 +548,12 @@ async fn start_backend(
             )));
         }
     }
+    if kind == BackendKind::E2b && env.get("E2B_API_KEY").is_none_or(|key| key.is_empty()) {
+        return Err(CliFailure::usage(
+            "the e2b backend needs an API key: export E2B_API_KEY=e2b_... (from \
+             https://e2b.dev/dashboard), or leave out --backend e2b to run sandboxes locally",
+        ));
+    }
     if let Some(notice) = notice {
         eprintln!("{notice}");
     }

@@ -128,6 +128,13 @@ fn usage_errors_exit_with_2() {
     assert_eq!(out.status, 2, "{out:?}");
     let out = run(e2b_tools(&["call"]), "");
     assert_eq!(out.status, 2, "{out:?}");
+    // E2B without a key: a usage error that says what to set.
+    let out = run(
+        e2b_tools(&["--backend", "e2b", "call", "run_code", "{}"]),
+        "",
+    );
+    assert_eq!(out.status, 2, "{out:?}");
+    assert!(out.stderr.contains("export E2B_API_KEY="), "{out:?}");
 }
 
 #[test]
