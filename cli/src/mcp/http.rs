@@ -8,7 +8,7 @@
 //! a bound on request bodies (rmcp's own raised to it), a `DELETE` of a
 //! session that is not live answered 404, as the transport specification
 //! says (rmcp answers 202), and the JSON-RPC batches of revision 2025-03-26
-//! ([`super::batch`]), which rmcp refuses. rmcp checks `Host` and `Origin` against
+//! (`batch.rs`), which rmcp refuses. rmcp checks `Host` and `Origin` against
 //! DNS rebinding, as the specification requires.
 //!
 //! ```no_run
