@@ -461,9 +461,21 @@ pub async fn serve_forever(
     opts: Options,
     on_ready: impl FnOnce(&LocalServer),
 ) -> Result<(), StartError> {
+    serve_until(opts, std::future::pending(), on_ready).await
+}
+
+/// [`serve_forever`], stopping also when `stop` completes.
+pub async fn serve_until(
+    opts: Options,
+    stop: impl std::future::Future<Output = ()>,
+    on_ready: impl FnOnce(&LocalServer),
+) -> Result<(), StartError> {
     let server = LocalServer::start(opts).await?;
     on_ready(&server);
-    wait_for_stop_signal().await;
+    tokio::select! {
+        _ = wait_for_stop_signal() => {}
+        _ = stop => {}
+    }
     server.shutdown().await;
     Ok(())
 }

@@ -166,6 +166,16 @@ pub(crate) enum LocalCommand {
         /// stays the same across restarts.
         #[arg(long, value_name = "KEY", env = "E2B_API_KEY", hide_env_values = true)]
         api_key: Option<String>,
+        /// Keep nothing: no state directory, a new API key, every sandbox
+        /// and snapshot gone when the server stops (a server for one
+        /// program's life).
+        #[arg(long, conflicts_with = "state_dir")]
+        ephemeral: bool,
+        /// Stop (killing every sandbox) when standard input ends: a program
+        /// that starts the server with a pipe there takes it along when it
+        /// exits, however it exits.
+        #[arg(long)]
+        stop_at_eof: bool,
     },
 }
 

@@ -87,8 +87,16 @@ pub(crate) async fn run(cli: Cli) -> ExitCode {
                     port,
                     state_dir,
                     api_key,
+                    ephemeral,
+                    stop_at_eof,
                 },
-        } => local_serve(&cli.global, port, state_dir, api_key).await,
+        } => {
+            let state_dir = match ephemeral {
+                true => None,
+                false => state_dir.or_else(e2b_local::default_state_dir),
+            };
+            local_serve(&cli.global, port, state_dir, api_key, stop_at_eof).await
+        }
         Command::Sandbox { command } => inventory::sandbox(&cli.global, command).await,
         Command::Snapshot { command } => inventory::snapshot(&cli.global, command).await,
     };
@@ -452,8 +460,8 @@ async fn local_serve(
     port: u16,
     state_dir: Option<std::path::PathBuf>,
     api_key: Option<String>,
+    stop_at_eof: bool,
 ) -> Result<u8, CliFailure> {
-    let state_dir = state_dir.or_else(e2b_local::default_state_dir);
     // The key stays the same across restarts: the one asked for, else the
     // state directory's.
     let api_key = match (api_key.filter(|k| !k.trim().is_empty()), &state_dir) {
@@ -478,7 +486,16 @@ async fn local_serve(
         time_scale: global.time_scale.unwrap_or(1.0),
         ..e2b_local::Options::default()
     };
-    e2b_local::serve_forever(options, |server| {
+    // Standard input's end, with --stop-at-eof; else never.
+    let eof = async move {
+        if !stop_at_eof {
+            return std::future::pending().await;
+        }
+        let mut stdin = tokio::io::stdin();
+        let mut buf = [0u8; 256];
+        while matches!(tokio::io::AsyncReadExt::read(&mut stdin, &mut buf).await, Ok(n) if n > 0) {}
+    };
+    e2b_local::serve_until(options, eof, |server| {
         // Shell lines, so a script can source what was printed (the server
         // stays in the foreground: stdout never ends, see README.md).
         println!("export E2B_API_URL={}", server.url());

@@ -453,3 +453,74 @@ fn local_serve_keeps_its_api_key_across_restarts_unless_given_one() {
         "a chosen key does not replace the kept one"
     );
 }
+
+/// `local serve --ephemeral --stop-at-eof`: a server for one program's
+/// life. It keeps nothing, and when its input ends (the program that
+/// started it exited, however it exited) it stops, killing its sandboxes.
+#[test]
+fn an_ephemeral_server_stops_when_its_input_ends() {
+    let mut server = e2b_tools(&["local", "serve", "--ephemeral", "--stop-at-eof"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("e2b-tools local serve starts");
+    let mut stdout = BufReader::new(server.stdout.take().unwrap());
+    let mut env = std::collections::BTreeMap::new();
+    for _ in 0..3 {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let (name, value) = line
+            .trim()
+            .trim_start_matches("export ")
+            .split_once('=')
+            .unwrap();
+        env.insert(name.to_string(), value.to_string());
+    }
+    // A sandbox alive when the input ends.
+    let addr = env["E2B_API_URL"].trim_start_matches("http://").to_string();
+    let body = r#"{"templateID": "base"}"#;
+    let mut tcp = TcpStream::connect(&addr).unwrap();
+    write!(
+        tcp,
+        "POST /v2/sandboxes HTTP/1.1\r\nHost: {addr}\r\nX-API-KEY: {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        env["E2B_API_KEY"],
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+
+    let id = answer
+        .split("\"sandboxID\":\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a sandbox id")
+        .to_string();
+    let alive = || {
+        let out = Command::new("pgrep").args(["-f", &id]).output().unwrap();
+        !out.stdout.is_empty()
+    };
+    assert!(alive(), "the sandbox's processes name its id");
+
+    drop(server.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = server.kill();
+            panic!("the server did not stop when its input ended");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    let mut pipe = server.stderr.take().unwrap();
+    pipe.read_to_string(&mut stderr).unwrap();
+    assert!(status.success(), "{status:?}\n{stderr}");
+    assert!(stderr.contains("state: none (nothing is kept)"), "{stderr}");
+    assert!(!alive(), "its sandbox outlived it");
+}
