@@ -20,12 +20,19 @@ takes a callback of lifecycle events, and an instance never closed has its
 sandbox killed when the process ends. ``WarmPool(n, **config)`` makes
 sandboxes ahead: ``pool.take()`` gives an instance whose first call does
 not wait for one.
+
+With nothing set (no ``E2B_API_KEY``, no ``E2B_API_URL``, no endpoint
+given to ``configure``), the sandboxes run on this machine: the package
+starts the ``e2b-tools`` CLI's local server (``$E2B_TOOLS_CLI``, else
+``e2b-tools`` on ``PATH``) once per process, and it stops when the process
+ends (:class:`LocalServerError` when there is no CLI).
 """
 
 from ._cache import CACHE_ENV, default_cache_dir
 from ._core import InstanceError, ToolError
 from ._events import KINDS as EVENT_KINDS
 from ._events import Event, Subscription
+from ._local import LocalServerError
 from ._host import (
     DEFAULT_MEMORY_LIMIT,
     BackgroundProcess,
@@ -67,6 +74,7 @@ __all__ = [
     "Forks",
     "Event",
     "InstanceError",
+    "LocalServerError",
     "MAX_POOL_SIZE",
     "NetworkRules",
     "OutboundPolicy",

@@ -28,7 +28,7 @@ from wasmtime.component import (
     RecordType,
 )
 
-from . import _cache, _outbound, _reaper
+from . import _cache, _local, _outbound, _reaper
 from ._core import Core, unwrap
 from ._events import Event, Subscription
 from ._policy import OutboundPolicy
@@ -47,6 +47,15 @@ _ON_TIMEOUT = ("kill", "pause")
 _SIGNALS = ("sigterm", "sigint", "sighup", "sigquit", "sigkill")
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+#: Calls that reach no server: they need no endpoints (see ``_local``).
+_NO_SERVER = {
+    ("lifecycle", "configure"),
+    ("lifecycle", "sandbox-id"),
+    ("lifecycle", "shutdown"),
+    ("catalog", "list-tools"),
+    ("catalog", "instructions"),
+}
 
 
 def e2b_env(environ: Mapping[str, str] = os.environ) -> Dict[str, str]:
@@ -464,6 +473,9 @@ class E2BTools:
     ) -> None:
         # Built by ToolsComponent.instantiate.
         self._env = env
+        # Nothing names an E2B server: the local one is used unless the
+        # configuration names one (`_local`).
+        self._local_pending = _local.needed(env)
         self._explicit_policy = policy is not None
         self._gate = _outbound.Gate(
             policy
@@ -532,7 +544,15 @@ class E2BTools:
         return self._gate.policy
 
     def _call(self, interface: str, name: str, *args: Any) -> Any:
+        if (interface, name) not in _NO_SERVER:
+            self._ensure_server()
         return self._core.call(interface, name, *args)
+
+    def _ensure_server(self) -> None:
+        """Configures the local server's endpoints before the first call
+        that reaches a server, when nothing names one (see ``_local``)."""
+        if self._local_pending:
+            self.configure()
 
     def _call_result(self, interface: str, name: str, *args: Any) -> Any:
         """Calls a function returning ``result<T, tool-error>``: T, or
@@ -541,6 +561,7 @@ class E2BTools:
 
     def _tool(self, name: str, *args: Any) -> Any:
         """A typed tool call (``run-code``, …)."""
+        self._ensure_server()
         core = self._core
         tool = name.replace("-", "_")
         return core.execute(tool, lambda record: unwrap(core.call("tools", name, *args, record=record)))
@@ -601,6 +622,9 @@ class E2BTools:
         either way."""
         if isinstance(tools, str):
             tools = [tools]
+        if self._local_pending and all(v is None for v in (api_key, api_url, sandbox_url, domain)):
+            local = _local.endpoints()
+            api_key, api_url, sandbox_url = local["E2B_API_KEY"], local["E2B_API_URL"], local["E2B_SANDBOX_URL"]
         kill_on_exit = bool(_opt_bool("kill_on_exit", kill_on_exit))
         values = {
             "api-key": _opt_text("api_key", api_key),
@@ -643,6 +667,9 @@ class E2BTools:
             "request_timeout_ms": request_timeout_ms,
         }
         core.connection = {key: value for key, value in connection.items() if value is not None}
+        # Configured: with the local server's endpoints, or with the
+        # server the options name.
+        self._local_pending = False
 
     def prepare(self, timeout_seconds: Optional[int] = None) -> str:
         """Makes the instance's sandbox now (or resumes the one it holds)
@@ -746,6 +773,7 @@ class E2BTools:
             text = json.dumps(arguments)
         else:
             raise TypeError(f"arguments must be a JSON str or a mapping, not {type(arguments).__name__}")
+        self._ensure_server()
         core = self._core
         result: Dict[str, Any] = core.execute(
             name, lambda record: json.loads(core.call("catalog", "call-tool", name, text, record=record))
