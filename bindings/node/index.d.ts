@@ -11,6 +11,17 @@ export function e2bEnv(env?: Record<string, string | undefined>): Record<string,
 /** E2B's public domain, used when neither the config nor `E2B_DOMAIN` names one: `e2b.app`. */
 export const DEFAULT_DOMAIN: string;
 
+/**
+ * Nothing names an E2B server (no `E2B_API_KEY`, no `E2B_API_URL`, no
+ * endpoint given to `configure`) and no e2b-tools CLI was found to run the
+ * local one (`$E2B_TOOLS_CLI`, or `e2b-tools` on `PATH`): its message says
+ * what to set.
+ */
+export class LocalServerError extends Error {
+  /** Always `LocalServerError`. */
+  name: 'LocalServerError';
+}
+
 /** A URL given for the allow-list is not an absolute http(s) URL. */
 export class PolicyError extends Error {
   constructor(setting: string, value: string);

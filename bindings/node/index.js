@@ -13,8 +13,10 @@ import { readFile, readdir } from 'node:fs/promises';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { EventQueue, setCoreModules, track, untrack, workerExecArgv } from './lifecycle.js';
 import { OutboundPolicy, policyFor, rulesOf } from './policy.js';
+import { localEndpoints, needsLocalServer } from './local.js';
 
 export { DEFAULT_DOMAIN, OutboundPolicy, PolicyError } from './policy.js';
+export { LocalServerError } from './local.js';
 export { EVENT_KINDS, QUEUE_CAPACITY } from './lifecycle.js';
 export { MAX_POOL_SIZE, WAITING_TIMEOUT, WarmPool } from './pool.js';
 
@@ -260,6 +262,8 @@ export class E2BTools extends EventEmitter {
   #killOnExit = false;
   /** The connection options, for a reaper killing our sandboxes by id. */
   #connection = {};
+  /** Nothing names an E2B server: the local one is used unless `configure` names one. */
+  #localPending;
   #events;
   #dropped = 0;
   #warned = false;
@@ -274,6 +278,7 @@ export class E2BTools extends EventEmitter {
     this.#env = env;
     this.#policy = policy;
     this.#explicitPolicy = explicitPolicy;
+    this.#localPending = needsLocalServer(env);
     port.on('message', (message) => this.#message(message));
     port.unref();
     worker.on('error', (err) =>
@@ -462,6 +467,7 @@ export class E2BTools extends EventEmitter {
     return this.#enqueue(async () => {
       // A closed (or dead) instance runs nothing: no events either.
       if (this.#stopped) throw this.#stopped;
+      await this.#serverNamed();
       try {
         return await this.#send(op, ...args);
       } catch (err) {
@@ -483,12 +489,29 @@ export class E2BTools extends EventEmitter {
     return this.#policy;
   }
 
-  async configure(config = {}) {
+  /**
+   * In the queue, before a call that reaches a server: the local server's
+   * endpoints, when nothing names a server.
+   */
+  async #serverNamed() {
+    if (this.#localPending) await this.#configureNow({});
+  }
+
+  configure(config = {}) {
+    return this.#enqueue(() => this.#configureNow(config));
+  }
+
+  async #configureNow(config) {
+    const named = ['apiKey', 'apiUrl', 'sandboxUrl', 'domain'].some((key) => config?.[key] != null);
+    if (this.#localPending && !named) {
+      const local = await localEndpoints();
+      config = { ...config, apiKey: local.E2B_API_KEY, apiUrl: local.E2B_API_URL, sandboxUrl: local.E2B_SANDBOX_URL };
+    }
     const wit = witConfig(config);
     const killOnExit = optBoolean('config.killOnExit', config.killOnExit) ?? false;
     // Computed now, so a bad URL is refused before the component takes it.
     const next = this.#explicitPolicy ? null : policyFor(wit, this.#env);
-    await this.#call('configure', wit, next && rulesOf(next));
+    await this.#send('configure', wit, next && rulesOf(next));
     if (next) this.#policy = next;
     this.#killOnExit = killOnExit;
     const { apiKey, domain, apiUrl, sandboxUrl, requestTimeoutMs } = wit;
@@ -497,6 +520,8 @@ export class E2BTools extends EventEmitter {
         ([, v]) => v !== undefined,
       ),
     );
+    // Configured: with the local server's endpoints, or the server named.
+    this.#localPending = false;
   }
 
   sandboxId() {
@@ -504,7 +529,11 @@ export class E2BTools extends EventEmitter {
   }
 
   prepare(timeoutSeconds) {
-    return this.#call('prepare', optU32('timeoutSeconds', timeoutSeconds));
+    const timeout = optU32('timeoutSeconds', timeoutSeconds);
+    return this.#enqueue(async () => {
+      await this.#serverNamed();
+      return this.#send('prepare', timeout);
+    });
   }
 
   shutdown() {

@@ -212,13 +212,23 @@ async fn python_sdk_machine() {
         "the shared template changed: {}",
         site.display()
     );
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    // Kills tear down in the background: give them a moment.
     let data = data.path().display().to_string();
-    assert!(
-        !mounts
+    let overlays = || {
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let mine = mounts
             .lines()
-            .any(|l| l.contains(&data) && l.contains(".rootfs")),
-        "an overlay outlived its sandbox:\n{mounts}"
+            .filter(|l| l.contains(&data) && l.contains(".rootfs"));
+        mine.map(str::to_string).collect::<Vec<_>>()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !overlays().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        overlays(),
+        Vec::<String>::new(),
+        "an overlay outlived its sandbox"
     );
     h.server.shutdown().await;
 }
