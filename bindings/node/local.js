@@ -117,6 +117,11 @@ function start() {
         child.stderr.resume();
         for (const stream of [child.stdin, child.stdout, child.stderr]) stream.unref?.();
         child.unref();
+        // A server that died is started again by the next instance that
+        // needs one (as the Python package does).
+        child.once('exit', () => {
+          started = null;
+        });
         resolve({ pid: child.pid, endpoints: Object.fromEntries(NAMES.map((n) => [n, found[n]])) });
       }
     });

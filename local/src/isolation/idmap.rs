@@ -35,7 +35,8 @@ pub fn supported() -> bool {
 /// in its place. Nothing may use the mount meanwhile (the sandbox has not
 /// started).
 pub fn remount_mapped(mount_point: &Path, base: u32) -> std::io::Result<()> {
-    let tree = mapped_clone(mount_point, &Map::Block { base }, false)?;
+    let userns = user_namespace(&Map::Block { base })?;
+    let tree = mapped_clone(mount_point, &userns, false)?;
     rustix::mount::unmount(mount_point, UnmountFlags::empty())
         .map_err(|e| with_context("umount", mount_point, e.into()))?;
     rustix::mount::move_mount(
@@ -49,7 +50,7 @@ pub fn remount_mapped(mount_point: &Path, base: u32) -> std::io::Result<()> {
 }
 
 /// How an ID-mapped mount shows the ids stored on its filesystem.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Map {
     /// Ids 0 to 65,535 as the block starting at host id `base`.
     Block { base: u32 },
@@ -72,10 +73,10 @@ impl Map {
 }
 
 /// A detached clone of the mount tree at `path` (not its submounts),
-/// ID-mapped by `map` and, `read_only`, read-only: a directory to hand to
-/// another mount (an overlay's layer) as `/proc/self/fd/<fd>`.
-pub fn mapped_clone(path: &Path, map: &Map, read_only: bool) -> std::io::Result<OwnedFd> {
-    let userns = user_namespace(map)?;
+/// ID-mapped by the user namespace `userns` ([`user_namespace`]) and,
+/// `read_only`, read-only: a directory to hand to another mount (an
+/// overlay's layer) as `/proc/self/fd/<fd>`.
+pub fn mapped_clone(path: &Path, userns: &OwnedFd, read_only: bool) -> std::io::Result<OwnedFd> {
     let tree = rustix::mount::open_tree(
         rustix::fs::CWD,
         path,
@@ -97,7 +98,7 @@ fn with_context(call: &str, path: &Path, e: std::io::Error) -> std::io::Error {
 /// environment) makes it, the server writes its maps and keeps a
 /// descriptor of it, and the helper is killed. The mount keeps the
 /// namespace alive.
-fn user_namespace(map: &Map) -> std::io::Result<OwnedFd> {
+pub fn user_namespace(map: &Map) -> std::io::Result<OwnedFd> {
     let unshare = find("unshare").ok_or_else(|| std::io::Error::other("unshare not found"))?;
     let sleep = find("sleep").ok_or_else(|| std::io::Error::other("sleep not found"))?;
     let mut helper = HostCommand::new(unshare);

@@ -22,6 +22,7 @@
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags};
 use rustix::mount::{MountFlags, UnmountFlags};
@@ -51,17 +52,35 @@ pub struct Layer {
 /// `disk` and whose ids start at host id `base`, replacing what an earlier
 /// start left mounted; returns each mount point with where it goes in the
 /// sandbox, in the order of `layers`.
+/// Blocks (helpers, mounts): call it off an async runtime's workers.
 pub fn mount(disk: &Path, base: u32, layers: &[Layer]) -> std::io::Result<Vec<(PathBuf, PathBuf)>> {
     unmount(disk);
-    let (disk, layers) = (disk.to_path_buf(), layers.to_vec());
+    // Each lower layer's ID mapping, and one user namespace per distinct
+    // mapping (a helper process makes each), made with the server's own
+    // credentials.
+    let mut namespaces: Vec<(idmap::Map, Arc<OwnedFd>)> = Vec::new();
+    let mut mapped = Vec::with_capacity(layers.len());
+    for layer in layers {
+        let map = lower_map(base, layer)?;
+        let userns = match namespaces.iter().find(|(m, _)| *m == map) {
+            Some((_, userns)) => Arc::clone(userns),
+            None => {
+                let userns = Arc::new(idmap::user_namespace(&map)?);
+                namespaces.push((map, Arc::clone(&userns)));
+                userns
+            }
+        };
+        mapped.push((layer.clone(), userns));
+    }
+    let disk = disk.to_path_buf();
     // Credentials are a thread's own: the ids changed here change no
     // other thread of the server.
     std::thread::spawn(move || {
         as_sandbox_root(base)?;
-        layers
+        mapped
             .iter()
-            .map(|layer| {
-                mount_layer(&disk, base, layer)
+            .map(|(layer, userns)| {
+                mount_layer(&disk, base, layer, userns)
                     .map(|point| (point, layer.at.clone()))
                     .map_err(|e| {
                         std::io::Error::new(e.kind(), format!("the {} layer: {e}", layer.name))
@@ -106,8 +125,28 @@ fn as_sandbox_root(base: u32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Mounts `layer`'s overlay; returns its mount point.
-fn mount_layer(disk: &Path, base: u32, layer: &Layer) -> std::io::Result<PathBuf> {
+/// How `layer`'s lower layer is ID-mapped for the sandbox at `base`: the
+/// host's trees as the block, a template environment's owner as `user`.
+fn lower_map(base: u32, layer: &Layer) -> std::io::Result<idmap::Map> {
+    if layer.owner == 0 {
+        return Ok(idmap::Map::Block { base });
+    }
+    let meta = std::fs::metadata(&layer.lower)?;
+    Ok(idmap::Map::One {
+        host: meta.uid(),
+        gid: meta.gid(),
+        to: base + layer.owner,
+    })
+}
+
+/// Mounts `layer`'s overlay, its lower layer ID-mapped by `userns`;
+/// returns its mount point.
+fn mount_layer(
+    disk: &Path,
+    base: u32,
+    layer: &Layer,
+    userns: &OwnedFd,
+) -> std::io::Result<PathBuf> {
     let state = disk.join(STATE_DIR);
     let dirs = state.join(layer.name);
     let (upper, work) = (dirs.join("upper"), dirs.join("work"));
@@ -124,16 +163,7 @@ fn mount_layer(disk: &Path, base: u32, layer: &Layer) -> std::io::Result<PathBuf
         Some(rustix::fs::Uid::from_raw(owner)),
         Some(rustix::fs::Gid::from_raw(owner)),
     )?;
-    let map = if layer.owner == 0 {
-        idmap::Map::Block { base }
-    } else {
-        idmap::Map::One {
-            host: lower_meta.uid(),
-            gid: lower_meta.gid(),
-            to: owner,
-        }
-    };
-    let lower = idmap::mapped_clone(&layer.lower, &map, true)?;
+    let lower = idmap::mapped_clone(&layer.lower, userns, true)?;
     let open = |dir: &Path| {
         rustix::fs::open(
             dir,

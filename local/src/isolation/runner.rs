@@ -13,7 +13,7 @@ use tokio::io::AsyncReadExt;
 use super::anchor::{self, Anchor};
 use super::disk::Disk;
 use super::ids::{HostIds, IdBlocks, UserNsMaps};
-use super::launcher::{Isolated, Launcher, Provision, SANDBOX_PATH};
+use super::launcher::{Launcher, Provision, SANDBOX_PATH};
 use super::limits::{Cgroup, Limits, Usage};
 use super::network::Internet;
 use super::slot::{Outcome, Slot, Turn};
@@ -342,7 +342,11 @@ impl SandboxRunner {
     /// over), its network. A start that fails says what failed: envd's
     /// exit and bubblewrap's last words, or the network's set-up.
     async fn start(&self) -> Result<Anchor, String> {
-        let (cmd, bwrap, maps) = self.command()?;
+        let overlays = self
+            .mount_overlays()
+            .await
+            .map_err(|e| format!("cannot mount the sandbox's root: {e}"))?;
+        let (cmd, bwrap, maps) = self.command(overlays.as_deref())?;
         let config = self.config.clone();
         let mut anchor = tokio::task::spawn_blocking(move || {
             Anchor::start(cmd, &config, bwrap, |init| match maps {
@@ -394,7 +398,10 @@ impl SandboxRunner {
 
     /// The command that starts the sandbox, whether it is bubblewrap, and
     /// the user namespace's maps the server writes while bubblewrap waits.
-    fn command(&self) -> Result<(HostCommand, bool, Option<UserNsMaps>), String> {
+    fn command(
+        &self,
+        overlays: Option<&[(PathBuf, PathBuf)]>,
+    ) -> Result<(HostCommand, bool, Option<UserNsMaps>), String> {
         let iso = match &self.launcher {
             Launcher::Bwrap(iso) => iso,
             Launcher::None { envd } => {
@@ -404,12 +411,9 @@ impl SandboxRunner {
                 return Ok((cmd, false, None));
             }
         };
-        let overlays = self
-            .mount_overlays(iso)
-            .map_err(|e| format!("cannot mount the sandbox's root: {e}"))?;
         let mut cmd = HostCommand::new(&iso.bwrap);
         // The copy-on-write root first: every other mount goes on it.
-        if let Some((root, _)) = overlays.as_ref().and_then(|o| o.first()) {
+        if let Some((root, _)) = overlays.and_then(|o| o.first()) {
             cmd.arg("--bind").arg(root).arg("/");
         }
         anchor::bwrap_prefix(&mut cmd, &iso.envd, iso.privileged);
@@ -420,7 +424,7 @@ impl SandboxRunner {
                 &mut cmd,
                 &self.paths,
                 self.template_env.as_deref(),
-                overlays.as_deref(),
+                overlays,
             )
             .map_err(|e| format!("cannot write the sandbox's root: {e}"))?;
         cmd.args([
@@ -452,18 +456,24 @@ impl SandboxRunner {
     }
 
     /// Mounts the overlays of its copy-on-write root on its disk, when
-    /// roots are copy-on-write and it has a disk.
-    fn mount_overlays(&self, iso: &Isolated) -> std::io::Result<Option<Vec<(PathBuf, PathBuf)>>> {
+    /// roots are copy-on-write and it has a disk (on the blocking pool:
+    /// helpers and mounts).
+    async fn mount_overlays(&self) -> std::io::Result<Option<Vec<(PathBuf, PathBuf)>>> {
+        let Launcher::Bwrap(iso) = &self.launcher else {
+            return Ok(None);
+        };
         let Some(layers) = iso.rootfs.layers(self.template_env.as_deref()) else {
             return Ok(None);
         };
         let root = self.ids.and_then(|ids| ids.host(SandboxUser::Root));
-        match root {
-            Some((base, _)) if self.has_disk() => {
-                super::overlay::mount(self.paths.root(), base, &layers).map(Some)
-            }
-            _ => Ok(None),
-        }
+        let Some((base, _)) = root.filter(|_| self.has_disk()) else {
+            return Ok(None);
+        };
+        let disk = self.paths.root().to_path_buf();
+        tokio::task::spawn_blocking(move || super::overlay::mount(&disk, base, &layers))
+            .await
+            .map_err(std::io::Error::other)?
+            .map(Some)
     }
 
     /// Runs `script` with `sh -c` as `user` and says whether it exited 0
