@@ -32,6 +32,7 @@ mod dispatch;
 pub mod edge;
 mod edge_proxy;
 pub mod faults;
+mod heap;
 mod http_errors;
 mod idempotency;
 mod isolation;

@@ -12,13 +12,15 @@ use crate::round::{proc_stats, run_round, Round};
 use crate::{encode_envelope, one_life, Error, Sandbox, Server};
 
 /// Files in the state directory beyond what a server keeps by design (its
-/// lock, its API key, envd's binary, the snapshots', records' and disks' directories,
-/// each empty of anything but what it keeps).
+/// lock, its API key, envd's binary, the sandboxes' root base, the
+/// snapshots', records' and disks' directories, each empty of anything but
+/// what it keeps).
 pub(crate) fn stray_files(state: &Path) -> Vec<String> {
     let by_design = [
         ".lock",
         ".api-key",
         ".envd",
+        ".root-base",
         ".snapshots",
         ".records",
         ".disks",

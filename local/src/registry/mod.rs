@@ -432,7 +432,9 @@ impl Registry {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let torn = Arc::clone(&sandbox);
+                let under_way = crate::heap::teardown_under_way();
                 let task = handle.spawn(async move {
+                    let _under_way = under_way;
                     if keep_root {
                         torn.stop_processes().await;
                     } else {
