@@ -55,6 +55,11 @@ pub struct EnvdConfig {
     /// A file-size limit for every process (bytes), where no disk image
     /// bounds what the sandbox writes.
     pub max_file_size: Option<u64>,
+    /// The languages whose default code-interpreter context starts with
+    /// the sandbox, as E2B's code-interpreter template starts its Python
+    /// and JavaScript kernels, so a first `run_code` finds them running.
+    #[serde(default)]
+    pub default_contexts: Vec<String>,
 }
 
 /// The users of a sandbox, as envd can act for them.

@@ -106,6 +106,13 @@ pub struct ExecutionResult {
     /// `application/javascript`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub javascript: Option<String>,
+    /// `e2b/data`: a pandas DataFrame as `{column: [values]}` (E2B's
+    /// formatter in the code-interpreter template).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+    /// `e2b/chart`: a matplotlib figure as E2B's `e2b-charts` describes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<serde_json::Value>,
     /// Remaining MIME types.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<serde_json::Value>,

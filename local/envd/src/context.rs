@@ -192,6 +192,14 @@ impl Envd {
         .clone()
     }
 
+    /// Starts the default contexts the sandbox's template starts with.
+    pub fn start_default_contexts(self: &Arc<Self>) {
+        if !self.config.default_contexts.is_empty() {
+            self.interpreter()
+                .start_defaults(&self.config.default_contexts);
+        }
+    }
+
     /// Watches for envd shutting down.
     pub fn gone(&self) -> tokio::sync::watch::Receiver<bool> {
         self.gone.subscribe()
@@ -209,7 +217,9 @@ impl Envd {
     }
 }
 
-/// Starts the interpreter's kernels as `user`, in its home.
+/// Starts the interpreter's kernels in `user`'s home, as the sandbox's
+/// `root` where it has one: E2B's Jupyter server runs as root (a context
+/// may be made in `/root`), its commands as `user`.
 struct Kernels {
     envd: Arc<Envd>,
 }
@@ -217,8 +227,12 @@ struct Kernels {
 impl KernelSpawner for Kernels {
     fn command(&self, program: &str, args: &[String]) -> Result<tokio::process::Command, String> {
         let envd = &self.envd;
+        let who = match envd.config.users {
+            Users::Both => SandboxUser::Root,
+            _ => SandboxUser::User,
+        };
         let mut cmd = envd
-            .command(program, args, HOME_DIR, envd.env_vars(), SandboxUser::User)
+            .command(program, args, HOME_DIR, envd.env_vars(), who)
             .map_err(|e| e.to_string())?;
         cmd.process_group(0);
         Ok(cmd)

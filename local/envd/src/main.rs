@@ -98,6 +98,7 @@ fn main() -> ExitCode {
         if envd.isolated() {
             tokio::spawn(sudo::server::serve(std::sync::Arc::clone(&envd)));
         }
+        envd.start_default_contexts();
         control::serve(control, envd).await
     };
     match runtime.block_on(serving) {

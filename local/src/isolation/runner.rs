@@ -25,6 +25,10 @@ use crate::paths::SandboxPaths;
 /// milliseconds; this bounds a sandbox that stopped serving).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The contexts a template with a code-interpreter environment starts with
+/// (E2B's code-interpreter template starts the same two).
+const DEFAULT_CONTEXTS: [&str; 2] = ["python", "javascript"];
+
 /// Host resources a sandbox holds until it is destroyed.
 #[derive(Debug, Default)]
 pub(super) struct Held {
@@ -127,6 +131,12 @@ impl SandboxRunner {
                         Users::UserOnly
                     },
                     max_file_size: (!iso.disks).then(|| u64::from(iso.limits.disk_mb) << 20),
+                    // The code interpreter's template starts its kernels.
+                    default_contexts: if env.is_some() {
+                        DEFAULT_CONTEXTS.map(str::to_string).to_vec()
+                    } else {
+                        Vec::new()
+                    },
                 };
                 let internet = p.internet && matches!(iso.internet, Internet::Slirp(_));
                 (env, internet, config)
@@ -140,6 +150,7 @@ impl SandboxRunner {
                     env_vars: p.env_vars,
                     users: Users::Host,
                     max_file_size: None,
+                    default_contexts: Vec::new(),
                 };
                 // The host's own network: nothing to set up.
                 (None, false, config)

@@ -232,3 +232,30 @@ async fn python_sdk_machine() {
     );
     h.server.shutdown().await;
 }
+
+/// The code interpreter is the real one (`interpreter.py`, through the
+/// official e2b-code-interpreter SDK): IPython's kernel with E2B's
+/// formatters in `code-interpreter-v1`, its default contexts running from
+/// the sandbox's start, a kernel killed from inside restarted.
+#[tokio::test]
+async fn python_sdk_interpreter() {
+    let python = python_from(
+        "E2B_TOOLS_PYTHON",
+        "e2b==2.63.0 and e2b-code-interpreter==2.11.5",
+        "target/pyenv",
+    );
+    let h = start().await;
+    assert!(
+        h.server
+            .isolation()
+            .contains("code-interpreter-v1: the venv"),
+        "no code-interpreter-v1 template (run scripts/bootstrap): {}",
+        h.server.isolation()
+    );
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/conformance/interpreter.py"
+    );
+    run_python(&h, &python, script, &[], "interpreter scenario passed").await;
+    h.server.shutdown().await;
+}

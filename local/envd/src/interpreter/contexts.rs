@@ -1,5 +1,7 @@
 //! One sandbox's contexts: made, found and removed, each with its kernel;
-//! the default context of each language made once, on first use.
+//! the default context of each language made once, at the sandbox's start
+//! where its template says so ([`Interpreter::start_defaults`]), else on
+//! first use.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -125,6 +127,43 @@ impl Interpreter {
             Some(context) => Ok(context),
             None => self.start_context(language, DEFAULT_CWD, true).await,
         }
+    }
+
+    /// Makes the default contexts of `languages` at once, so they are
+    /// listed from the start, and starts their kernels in the background,
+    /// one after the other (an execution in one waits for its start). A
+    /// kernel that fails to start is started again at the context's first
+    /// execution, which then says why. Unknown languages are skipped.
+    pub fn start_defaults(self: &Arc<Self>, languages: &[String]) {
+        let mut starting = Vec::new();
+        {
+            let mut registry = self.registry();
+            for language in languages.iter().filter_map(|l| Language::parse(l).ok()) {
+                if registry.closed || registry.defaults.contains_key(&language) {
+                    continue;
+                }
+                let context = ContextKernel::new(
+                    new_context_id(),
+                    language,
+                    DEFAULT_CWD.to_string(),
+                    self.spawner.clone(),
+                );
+                registry.defaults.insert(language, context.info.id.clone());
+                registry.contexts.push(context.clone());
+                starting.push(context);
+            }
+        }
+        tokio::spawn(async move {
+            for context in starting {
+                let mut state = context.lock().await;
+                if let Err(e) = context.ensure_started(&mut state).await {
+                    tracing::debug!(
+                        "a default {} context did not start: {e}",
+                        context.info.language
+                    );
+                }
+            }
+        });
     }
 
     async fn start_context(

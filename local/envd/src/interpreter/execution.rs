@@ -112,11 +112,14 @@ pub(crate) async fn run(
     let Some(mut process) = state.process.take() else {
         return;
     };
-    if !sink
-        .send(&OutputLine::NumberOfExecutions {
-            execution_count: count,
-        })
-        .await
+    // A real kernel numbers the execution once it starts it (E2B sends
+    // that number); for the others, this context's count is the number.
+    if !process.counts()
+        && !sink
+            .send(&OutputLine::NumberOfExecutions {
+                execution_count: count,
+            })
+            .await
     {
         state.process = Some(process);
         return;
@@ -146,6 +149,9 @@ pub(crate) async fn run(
         let mark_deadline = done_at.map(|t| t + MARK_GRACE).unwrap_or(far);
         tokio::select! {
             event = process.next_event() => match event {
+                KernelEvent::Count { execution_count } if !client_gone => {
+                    client_gone = !sink.send(&OutputLine::NumberOfExecutions { execution_count }).await;
+                }
                 KernelEvent::Stdout { text } if !client_gone => {
                     let timestamp = Some(ndjson::timestamp());
                     client_gone = !sink.send(&OutputLine::Stdout { text, timestamp }).await;

@@ -41,6 +41,8 @@ pub(crate) struct KernelProcess {
     stdin: ChildStdin,
     events: mpsc::Receiver<KernelEvent>,
     readers: [JoinHandle<()>; 2],
+    /// It numbers its executions itself (a real Jupyter kernel).
+    counts: bool,
 }
 
 impl KernelProcess {
@@ -89,6 +91,7 @@ impl KernelProcess {
             stdin,
             events,
             readers,
+            counts: false,
         };
         kernel.wait_ready().await?;
         Ok(kernel)
@@ -101,7 +104,10 @@ impl KernelProcess {
         loop {
             tokio::select! {
                 event = self.next_event() => match event {
-                    KernelEvent::Ready => return Ok(()),
+                    KernelEvent::Ready { counts } => {
+                        self.counts = counts;
+                        return Ok(());
+                    }
                     KernelEvent::Exited => {
                         return Err(format!(
                             "The {} kernel exited while starting: {}",
@@ -126,6 +132,12 @@ impl KernelProcess {
                 }
             }
         }
+    }
+
+    /// Whether the kernel numbers its executions itself: then the number
+    /// comes as [`KernelEvent::Count`] once the execution started.
+    pub(crate) fn counts(&self) -> bool {
+        self.counts
     }
 
     /// The next thing the kernel said; [`KernelEvent::Exited`] once it is gone.

@@ -1,7 +1,19 @@
 //! Kernel languages: the names clients send and how each kernel is launched.
 
-/// The Python driver, run with `python3 -u -c`.
+/// The bridge to a real Jupyter kernel (ipykernel through jupyter_client),
+/// for a Python that has them (the `code-interpreter-v1` template's).
+const JUPYTER_BRIDGE: &str = include_str!("jupyter_bridge.py");
+/// The fallback Python driver, for a Python without Jupyter (the `base`
+/// template's, the host's): IPython's behaviour imitated, documented as such.
 const PYTHON_DRIVER: &str = include_str!("python_kernel.py");
+/// Run with `python3 -u -c`, before either: picks the bridge where the
+/// sandbox's Python has ipykernel and jupyter_client, else the driver, and
+/// runs it with the context's working directory as its only argument.
+const PYTHON_SELECT: &str = "import importlib.util as u, sys\n\
+    real = all(u.find_spec(m) for m in ('ipykernel', 'jupyter_client'))\n\
+    source = sys.argv[2] if real else sys.argv[3]\n\
+    del sys.argv[2:]\n\
+    exec(compile(source, '<e2b-kernel>', 'exec'))\n";
 /// The bash driver, run with `bash -c`.
 const BASH_DRIVER: &str = include_str!("bash_kernel.sh");
 /// The Node driver, run with `node -e`.
@@ -10,7 +22,8 @@ const JAVASCRIPT_DRIVER: &str = include_str!("javascript_kernel.js");
 /// A language this interpreter has a kernel for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Language {
-    /// CPython through `python_kernel.py`.
+    /// IPython's kernel through `jupyter_bridge.py`, or CPython through
+    /// `python_kernel.py` where there is no Jupyter.
     Python,
     /// Node through `javascript_kernel.js`.
     JavaScript,
@@ -55,7 +68,14 @@ impl Language {
         match self {
             Language::Python => (
                 "python3",
-                vec!["-u".into(), "-c".into(), PYTHON_DRIVER.into(), cwd.into()],
+                vec![
+                    "-u".into(),
+                    "-c".into(),
+                    PYTHON_SELECT.into(),
+                    cwd.into(),
+                    JUPYTER_BRIDGE.into(),
+                    PYTHON_DRIVER.into(),
+                ],
             ),
             Language::JavaScript => (
                 "node",

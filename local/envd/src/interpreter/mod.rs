@@ -5,10 +5,13 @@
 //! How it works:
 //! 1. Each context is one persistent kernel process started through the
 //!    sandbox's [`KernelSpawner`] (so it runs isolated, in the sandbox's
-//!    filesystem): a Python driver (`python_kernel.py`, run with
-//!    `python3 -u -c`), a Node driver (`javascript_kernel.js`, `node -e`) or
-//!    a bash driver (`bash_kernel.sh`, `bash -c`). Default contexts (one per
-//!    language) are created on first use; `POST /contexts` makes more.
+//!    filesystem): for Python, a bridge to IPython's real kernel
+//!    (`jupyter_bridge.py`, through `jupyter_client`) where the sandbox's
+//!    Python has Jupyter, else a fallback driver (`python_kernel.py`), both
+//!    run with `python3 -u -c`; a Node driver (`javascript_kernel.js`,
+//!    `node -e`) or a bash driver (`bash_kernel.sh`, `bash -c`). Default
+//!    contexts (one per language) start with the sandbox where its template
+//!    says so, else on first use; `POST /contexts` makes more.
 //! 2. The server writes requests to the kernel's stdin, one line each (JSON
 //!    for Python/Node, a self-contained shell line for bash). Drivers read
 //!    stdin on their own thread/process, so an interrupt line arrives while

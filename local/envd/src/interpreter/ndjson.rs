@@ -83,6 +83,8 @@ pub(crate) fn result_from_bundle(
     let latex = take_text("text/latex");
     let javascript = take_text("application/javascript");
     let json = data.remove("application/json").filter(|v| !v.is_null());
+    let frame = data.remove("e2b/data").filter(|v| !v.is_null());
+    let chart = data.remove("e2b/chart").filter(|v| !v.is_null());
     ExecutionResult {
         text,
         html,
@@ -94,6 +96,8 @@ pub(crate) fn result_from_bundle(
         latex,
         json,
         javascript,
+        data: frame,
+        chart,
         extra: Some(Value::Object(data)),
         is_main_result,
     }

@@ -19,7 +19,18 @@ const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum KernelEvent {
     /// The driver is up and reading requests.
-    Ready,
+    Ready {
+        /// Whether it reports each execution's number itself
+        /// ([`KernelEvent::Count`]), as a real kernel does.
+        #[serde(default)]
+        counts: bool,
+    },
+    /// The number the kernel gave the execution (Jupyter's
+    /// `execute_input`).
+    Count {
+        /// Jupyter's `execution_count`.
+        execution_count: u64,
+    },
     /// Output written to stdout.
     Stdout {
         /// The chunk.

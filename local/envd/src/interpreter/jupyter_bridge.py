@@ -1,0 +1,256 @@
+# Jupyter bridge of the local code interpreter: runs a real Jupyter kernel
+# (ipykernel, started and spoken to by jupyter_client) and translates its
+# messages into the driver protocol envd reads, the way E2B's own
+# code-interpreter server translates them into /execute lines
+# (template/server/messaging.py in e2b-dev/code-interpreter).
+#
+# Protocol with envd (as python_kernel.py's): one JSON request a line on stdin
+#   {"op": "execute", "code": str, "env_vars": {str: str}, "count": int}
+#   {"op": "interrupt"}
+# and one message a line on stdout, prefixed by MAGIC:
+#   ready{counts} | count{execution_count} | stdout{text} | stderr{text} |
+#   result{data, main} | error{name, value, traceback} | done
+# plus a "mark" on stderr when an execution ends.
+#
+# The kernel is the template's: its formatters (E2B's e2b/data, e2b/chart,
+# JSON and image displays) come from the IPython configuration the template
+# installs in <venv>/etc/ipython, as E2B's image installs them.
+import json
+import os
+import queue
+import signal
+import sys
+import threading
+import uuid
+
+from jupyter_client import KernelManager
+from jupyter_core.paths import jupyter_runtime_dir
+
+MAGIC = "\x1eE2B\x1f"
+# Most characters of output in one message.
+CHUNK = 16384
+# How long a kernel may take to answer its first request.
+START_TIMEOUT = 30
+# How often a running execution checks that its kernel is alive.
+POLL = 0.5
+_write_lock = threading.Lock()
+
+
+def _send(fd, msg):
+    data = (MAGIC + json.dumps(msg) + "\n").encode("utf-8", "surrogatepass")
+    with _write_lock:
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
+
+
+def send(msg):
+    _send(1, msg)
+
+
+def env_snippet(env_vars):
+    """Code that sets an execution's env vars in the kernel and keeps what
+    they replace, so restore_snippet can put it back."""
+    return (
+        "__import__('builtins').__e2b_saved_env__ = "
+        "(lambda o, e: ({k: o.get(k) for k in e}, o.update(e))[0])"
+        "(__import__('os').environ, %r)" % (dict(env_vars),)
+    )
+
+
+RESTORE_SNIPPET = (
+    "(lambda o, s: [o.pop(k, None) if v is None else o.__setitem__(k, v) "
+    "for k, v in s.items()])"
+    "(__import__('os').environ, "
+    "__import__('builtins').__dict__.pop('__e2b_saved_env__', {}))"
+)
+
+
+class Bridge:
+    def __init__(self, cwd):
+        self.cwd = cwd
+        self.requests = queue.Queue()
+        self.km = None
+        self.kc = None
+
+    # -- the kernel --
+    def start_kernel(self):
+        self.km = KernelManager(kernel_name="python3")
+        # Where Jupyter keeps them (not a temporary file in /tmp, the
+        # default, where the sandbox's user would find it).
+        runtime = jupyter_runtime_dir()
+        os.makedirs(runtime, mode=0o700, exist_ok=True)
+        self.km.connection_file = os.path.join(runtime, "kernel-%s.json" % uuid.uuid4())
+        env = dict(os.environ)
+        # ipykernel's debugger warns about frozen modules on every start.
+        env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+        env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+        self.km.start_kernel(
+            cwd=self.cwd,
+            env=env,
+            stdout=subprocess_devnull(),
+            stderr=subprocess_devnull(),
+        )
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=START_TIMEOUT)
+
+    def restart_kernel(self):
+        try:
+            self.kc.stop_channels()
+        except Exception:
+            pass
+        try:
+            self.km.shutdown_kernel(now=True)
+        except Exception:
+            pass
+        self.start_kernel()
+
+    def kernel_alive(self):
+        try:
+            return self.km.is_alive()
+        except Exception:
+            return False
+
+    def interrupt(self):
+        """SIGINT for the kernel's process group (its own session), as
+        jupyter_client does, without touching its event loop from this
+        thread."""
+        provisioner = getattr(self.km, "provisioner", None)
+        pgid = getattr(provisioner, "pgid", None)
+        pid = getattr(provisioner, "pid", None)
+        try:
+            if pgid:
+                os.killpg(pgid, signal.SIGINT)
+            elif pid:
+                os.kill(pid, signal.SIGINT)
+        except OSError:
+            pass
+
+    # -- requests --
+    def read_requests(self, stream):
+        for line in stream:
+            try:
+                req = json.loads(line)
+            except ValueError:
+                continue
+            if req.get("op") == "interrupt":
+                self.interrupt()
+            else:
+                self.requests.put(req)
+        self.requests.put(None)
+
+    def run_quietly(self, code):
+        """A silent execution (env vars in and out): its output is dropped."""
+        msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False)
+        self.follow(msg_id, quiet=True)
+
+    def execute(self, req):
+        env_vars = {str(k): str(v) for k, v in (req.get("env_vars") or {}).items()}
+        if env_vars:
+            self.run_quietly(env_snippet(env_vars))
+        msg_id = self.kc.execute(
+            req.get("code", ""), silent=False, store_history=True,
+            allow_stdin=False, stop_on_error=True,
+        )
+        alive = self.follow(msg_id, quiet=False)
+        if alive and env_vars:
+            self.run_quietly(RESTORE_SNIPPET)
+
+    def follow(self, msg_id, quiet):
+        """Forwards the execution's messages until its kernel is idle again.
+        False when the kernel died meanwhile (it is restarted, without its
+        state, and the execution ends with E2B's ContextRestarting)."""
+        errored = False
+        started = False
+        while True:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=POLL)
+            except queue.Empty:
+                if not self.kernel_alive():
+                    if not quiet:
+                        send({"type": "error", "name": "ContextRestarting",
+                              "value": "Context was restarted", "traceback": ""})
+                    self.restart_kernel()
+                    return False
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = msg["msg_type"]
+            content = msg["content"]
+            if kind == "status":
+                if content.get("execution_state") == "busy":
+                    started = True
+                elif content.get("execution_state") == "idle" and started:
+                    return True
+            elif quiet:
+                continue
+            elif kind == "execute_input":
+                send({"type": "count", "execution_count": content.get("execution_count")})
+            elif kind == "stream":
+                # ipykernel sends whatever was written between its flushes
+                # as one message: passed on in pieces, each a short line.
+                name = "stderr" if content.get("name") == "stderr" else "stdout"
+                text = content.get("text", "")
+                for i in range(0, len(text), CHUNK):
+                    send({"type": name, "text": text[i:i + CHUNK]})
+            elif kind in ("display_data", "execute_result"):
+                send({"type": "result", "data": dict(content.get("data") or {}),
+                      "main": kind == "execute_result"})
+            elif kind == "error" and not errored:
+                errored = True
+                send({"type": "error", "name": content.get("ename", ""),
+                      "value": content.get("evalue", ""),
+                      "traceback": "".join(content.get("traceback") or [])})
+
+    def serve(self):
+        while True:
+            req = self.requests.get()
+            if req is None:
+                return
+            try:
+                self.execute(req)
+            except Exception as e:
+                send({"type": "stderr", "text": "kernel error: %r\n" % (e,)})
+            send({"type": "done"})
+            _send(2, {"type": "mark"})
+
+    def close(self):
+        try:
+            self.kc.stop_channels()
+            self.km.shutdown_kernel(now=True)
+        except Exception:
+            pass
+
+
+def subprocess_devnull():
+    import subprocess
+
+    return subprocess.DEVNULL
+
+
+def main():
+    cwd = sys.argv[1] if len(sys.argv) > 1 else os.getcwd()
+    # The protocol pipe is this bridge's alone: the kernel gets /dev/null.
+    requests_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    # An interrupt meant for the kernel never stops the bridge (a handler,
+    # not SIG_IGN, which the kernel would inherit).
+    signal.signal(signal.SIGINT, lambda _signum, _frame: None)
+    bridge = Bridge(cwd)
+    try:
+        bridge.start_kernel()
+    except Exception as e:
+        sys.stderr.write("the Jupyter kernel did not start: %s\n" % (e,))
+        sys.exit(1)
+    threading.Thread(target=bridge.read_requests, args=(requests_in,), daemon=True).start()
+    send({"type": "ready", "counts": True})
+    try:
+        bridge.serve()
+    finally:
+        bridge.close()
+
+
+main()

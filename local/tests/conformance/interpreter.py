@@ -1,0 +1,116 @@
+"""The code interpreter is the real one, through the official
+e2b-code-interpreter SDK: the behaviours E2B's own SDK tests check that
+only a real IPython kernel with E2B's formatters gives. The default Python
+and JavaScript contexts exist from the sandbox's start; an indented cell
+runs; a DataFrame has its `data`, a matplotlib figure its `chart`; a raw
+LaTeX display is `latex`; a PIL image saved to a path is displayed; every
+list and dict result has its `json`; an execution's env vars are its own;
+a context made in `/root` works there (the kernel is the sandbox's root, as
+E2B's Jupyter is); a kernel killed from inside is restarted and says so;
+an interrupted execution leaves its context serving. Prints one `ok:` line a
+step, then `interpreter scenario passed`.
+"""
+
+import time
+
+from e2b_code_interpreter import Sandbox
+
+made = []
+
+
+def step(name: str) -> None:
+    print(f"ok: {name}", flush=True)
+
+
+sbx = Sandbox.create(timeout=120)
+made.append(sbx)
+try:
+    languages = [c.language for c in sbx.list_code_contexts()]
+    assert languages == ["python", "javascript"], languages
+    step("a fresh sandbox lists its default python and javascript contexts")
+
+    ex = sbx.run_code("  x = 41\n  print('indented')\n  x + 1")
+    assert ex.error is None, ex.error
+    assert ex.logs.stdout == ["indented\n"], ex.logs
+    assert ex.text == "42", ex.text
+    step("an indented cell runs (IPython dedents it)")
+
+    ex = sbx.run_code(
+        "import pandas as pd\n"
+        "pd.DataFrame({'a': [1, 2], 'when': pd.to_datetime(['2024-01-01', '2024-01-02'])})"
+    )
+    assert ex.error is None, ex.error
+    frame = ex.results[0]
+    assert frame.data == {"a": [1, 2], "when": ["2024-01-01T00:00:00", "2024-01-02T00:00:00"]}, frame.data
+    assert frame.html and "<table" in frame.html, frame.html
+    step("a DataFrame has its data (E2B's e2b/data formatter) and html")
+
+    ex = sbx.run_code(
+        "import matplotlib.pyplot as plt\n"
+        "plt.plot([1, 2, 3], [4, 5, 6])\n"
+        "plt.title('growth')\n"
+        "plt.show()"
+    )
+    assert ex.error is None, ex.error
+    [figure] = ex.results
+    assert figure.png, figure.formats()
+    assert figure.chart is not None and figure.chart.type.value == "line", figure.chart
+    assert figure.chart.title == "growth", figure.chart.title
+    step("a matplotlib figure has its png and its chart (e2b-charts)")
+
+    ex = sbx.run_code(
+        "from IPython.display import display\n"
+        "display({'text/latex': r'\\frac{1}{2}'}, raw=True)"
+    )
+    assert [r.latex for r in ex.results] == ["\\frac{1}{2}"], ex.results
+    step("a raw LaTeX display is a latex result")
+
+    ex = sbx.run_code("from PIL import Image\nImage.new('RGB', (8, 8), 'red').save('/tmp/red.png')")
+    assert ex.error is None, ex.error
+    assert len(ex.results) == 1 and ex.results[0].png, ex.results
+    step("a PIL image saved to a path is displayed once")
+
+    ex = sbx.run_code("{'n': 1, 'items': [1, 2]}")
+    assert ex.results[0].json == {"n": 1, "items": [1, 2]}, ex.results[0].json
+    step("a dict result has its json")
+
+    ex = sbx.run_code("import os\nos.environ.get('E2B_STEP'), os.getcwd()", envs={"E2B_STEP": "mine"})
+    assert ex.text == "('mine', '/home/user')", ex.text
+    ex = sbx.run_code("os.environ.get('E2B_STEP')")
+    assert ex.text is None, ex.text
+    step("an execution's env vars are its own; the default cwd is /home/user")
+
+    counts = [sbx.run_code("1").execution_count for _ in range(2)]
+    assert counts[1] == counts[0] + 1, counts
+    step("executions are numbered by the kernel")
+
+    root = sbx.create_code_context(language="python", cwd="/root")
+    ex = sbx.run_code("import os\nos.getcwd(), os.getuid()", context=root)
+    assert ex.text == "('/root', 0)", (ex.text, ex.error)
+    assert sbx.list_code_contexts()[-1].cwd == "/root"
+    step("a context made in /root runs there, as the sandbox's root")
+
+    ex = sbx.run_code("y = 7\nimport os\nos.kill(os.getpid(), 9)", context=root)
+    assert ex.error is not None and ex.error.name == "ContextRestarting", ex.error
+    ex = sbx.run_code("y", context=root)
+    assert ex.error is not None and ex.error.name == "NameError", ex.error
+    ex = sbx.run_code("2 + 2", context=root)
+    assert ex.text == "4", (ex.text, ex.error)
+    step("a kernel killed from inside is restarted, without its state, and says so")
+
+    started = time.monotonic()
+    try:
+        sbx.run_code("import time\nwhile True: time.sleep(0.1)", timeout=2)
+    except Exception as e:  # the SDK's timeout
+        assert "timeout" in type(e).__name__.lower() or "timed out" in str(e).lower(), e
+    else:
+        raise AssertionError("a cell that never returns returned")
+    assert time.monotonic() - started < 30
+    ex = sbx.run_code("x")
+    assert ex.text == "41", (ex.text, ex.error)
+    step("a cell abandoned by its client is interrupted, and the context keeps its state")
+finally:
+    for s in made:
+        s.kill()
+
+print("interpreter scenario passed", flush=True)
