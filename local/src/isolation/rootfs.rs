@@ -63,6 +63,8 @@ pub const HOST_ETC: &[&str] = &[
     "/etc/protocols",
     "/etc/python3",
     "/etc/python3.11",
+    // R's own configuration (Debian keeps R_HOME/etc here): the R kernel.
+    "/etc/R",
     "/etc/services",
     "/etc/skel",
     "/etc/ssl/certs",

@@ -7,7 +7,8 @@ LaTeX display is `latex`; a PIL image saved to a path is displayed; every
 list and dict result has its `json`; an execution's env vars are its own;
 a context made in `/root` works there (the kernel is the sandbox's root, as
 E2B's Jupyter is); a kernel killed from inside is restarted and says so;
-an interrupted execution leaves its context serving. Prints one `ok:` line a
+an interrupted execution leaves its context serving; R runs in IRkernel.
+Prints one `ok:` line a
 step, then `interpreter scenario passed`.
 """
 
@@ -97,6 +98,14 @@ try:
     ex = sbx.run_code("2 + 2", context=root)
     assert ex.text == "4", (ex.text, ex.error)
     step("a kernel killed from inside is restarted, without its state, and says so")
+
+    ex = sbx.run_code('print("Hello, World!")', language="r")
+    assert ex.logs.stdout == ['[1] "Hello, World!"\n'], (ex.logs, ex.error)
+    ex = sbx.run_code("Sys.getenv('E2B_STEP')", language="r", envs={"E2B_STEP": "r-mine"})
+    assert [r.text for r in ex.results] == ['[1] "r-mine"'], ex.results
+    ex = sbx.run_code("Sys.getenv('E2B_STEP', unset = 'gone')\ngetwd()", language="r")
+    assert [r.text for r in ex.results] == ['[1] "gone"', '[1] "/home/user"'], ex.results
+    step("R runs in IRkernel, with its execution's env vars its own")
 
     started = time.monotonic()
     try:

@@ -4,6 +4,10 @@
 # code-interpreter server translates them into /execute lines
 # (template/server/messaging.py in e2b-dev/code-interpreter).
 #
+# Run as `python3 -u -c BRIDGE CWD [KERNEL-NAME [LANGUAGE]]` (default
+# python3, python): KERNEL-NAME is a Jupyter kernelspec (IRkernel's is
+# `ir`), LANGUAGE says how an execution's env vars are set in it.
+#
 # Protocol with envd (as python_kernel.py's): one JSON request a line on stdin
 #   {"op": "execute", "code": str, "env_vars": {str: str}, "count": int}
 #   {"op": "interrupt"}
@@ -23,8 +27,22 @@ import sys
 import threading
 import uuid
 
-from jupyter_client import KernelManager
-from jupyter_core.paths import jupyter_runtime_dir
+try:
+    from jupyter_client import KernelManager
+    from jupyter_client.kernelspec import NoSuchKernel
+    from jupyter_core.paths import jupyter_runtime_dir
+except ImportError:
+    sys.stderr.write(
+        "this sandbox's Python has no Jupyter: the kernel needs the "
+        "code-interpreter-v1 template\n"
+    )
+    sys.exit(1)
+
+# What to install when a kernel is missing.
+MISSING = {
+    "ir": "R's kernel (IRkernel) is not installed on this machine: scripts/bootstrap "
+          "installs it (Debian's r-cran-irkernel)",
+}
 
 MAGIC = "\x1eE2B\x1f"
 # Most characters of output in one message.
@@ -48,9 +66,9 @@ def send(msg):
     _send(1, msg)
 
 
-def env_snippet(env_vars):
-    """Code that sets an execution's env vars in the kernel and keeps what
-    they replace, so restore_snippet can put it back."""
+def python_env(env_vars):
+    """Sets an execution's env vars in a Python kernel, keeping what they
+    replace for python_restore."""
     return (
         "__import__('builtins').__e2b_saved_env__ = "
         "(lambda o, e: ({k: o.get(k) for k in e}, o.update(e))[0])"
@@ -58,7 +76,7 @@ def env_snippet(env_vars):
     )
 
 
-RESTORE_SNIPPET = (
+PYTHON_RESTORE = (
     "(lambda o, s: [o.pop(k, None) if v is None else o.__setitem__(k, v) "
     "for k, v in s.items()])"
     "(__import__('os').environ, "
@@ -66,16 +84,47 @@ RESTORE_SNIPPET = (
 )
 
 
+def r_string(text):
+    # A JSON string (ASCII, \uXXXX escapes) is an R string literal.
+    return json.dumps(text, ensure_ascii=True)
+
+
+def r_env(env_vars):
+    """The same in R: the replaced values kept in a hidden variable."""
+    keys = ", ".join(r_string(k) for k in env_vars)
+    pairs = ", ".join("%s = %s" % (r_string(k), r_string(v)) for k, v in env_vars.items())
+    return (
+        ".e2b_saved_env <- Sys.getenv(c(%s), unset = NA, names = TRUE); "
+        "do.call(Sys.setenv, list(%s))" % (keys, pairs)
+    )
+
+
+R_RESTORE = (
+    "local({ for (k in names(.e2b_saved_env)) { v <- .e2b_saved_env[[k]]; "
+    "if (is.na(v)) Sys.unsetenv(k) else do.call(Sys.setenv, setNames(list(v), k)) } }); "
+    "rm(.e2b_saved_env)"
+)
+
+# Per language: code that sets an execution's env vars, and code that
+# puts back what they replaced (as E2B's server runs around an execution).
+ENV_CODE = {
+    "python": (python_env, PYTHON_RESTORE),
+    "r": (r_env, R_RESTORE),
+}
+
+
 class Bridge:
-    def __init__(self, cwd):
+    def __init__(self, cwd, kernel_name, language):
         self.cwd = cwd
+        self.kernel_name = kernel_name
+        self.env_code = ENV_CODE.get(language)
         self.requests = queue.Queue()
         self.km = None
         self.kc = None
 
     # -- the kernel --
     def start_kernel(self):
-        self.km = KernelManager(kernel_name="python3")
+        self.km = KernelManager(kernel_name=self.kernel_name)
         # Where Jupyter keeps them (not a temporary file in /tmp, the
         # default, where the sandbox's user would find it).
         runtime = jupyter_runtime_dir()
@@ -147,15 +196,17 @@ class Bridge:
 
     def execute(self, req):
         env_vars = {str(k): str(v) for k, v in (req.get("env_vars") or {}).items()}
+        if not self.env_code:
+            env_vars = {}
         if env_vars:
-            self.run_quietly(env_snippet(env_vars))
+            self.run_quietly(self.env_code[0](env_vars))
         msg_id = self.kc.execute(
             req.get("code", ""), silent=False, store_history=True,
             allow_stdin=False, stop_on_error=True,
         )
         alive = self.follow(msg_id, quiet=False)
         if alive and env_vars:
-            self.run_quietly(RESTORE_SNIPPET)
+            self.run_quietly(self.env_code[1])
 
     def follow(self, msg_id, quiet):
         """Forwards the execution's messages until its kernel is idle again.
@@ -230,7 +281,10 @@ def subprocess_devnull():
 
 
 def main():
-    cwd = sys.argv[1] if len(sys.argv) > 1 else os.getcwd()
+    args = sys.argv[1:]
+    cwd = args[0] if args else os.getcwd()
+    kernel_name = args[1] if len(args) > 1 else "python3"
+    language = args[2] if len(args) > 2 else "python"
     # The protocol pipe is this bridge's alone: the kernel gets /dev/null.
     requests_in = os.fdopen(os.dup(0), "r", encoding="utf-8")
     devnull = os.open(os.devnull, os.O_RDONLY)
@@ -239,9 +293,12 @@ def main():
     # An interrupt meant for the kernel never stops the bridge (a handler,
     # not SIG_IGN, which the kernel would inherit).
     signal.signal(signal.SIGINT, lambda _signum, _frame: None)
-    bridge = Bridge(cwd)
+    bridge = Bridge(cwd, kernel_name, language)
     try:
         bridge.start_kernel()
+    except NoSuchKernel:
+        sys.stderr.write(MISSING.get(kernel_name, "no Jupyter kernel %r here" % kernel_name) + "\n")
+        sys.exit(1)
     except Exception as e:
         sys.stderr.write("the Jupyter kernel did not start: %s\n" % (e,))
         sys.exit(1)

@@ -6,13 +6,19 @@ const JUPYTER_BRIDGE: &str = include_str!("jupyter_bridge.py");
 /// The fallback Python driver, for a Python without Jupyter (the `base`
 /// template's, the host's): IPython's behaviour imitated, documented as such.
 const PYTHON_DRIVER: &str = include_str!("python_kernel.py");
-/// Run with `python3 -u -c`, before either: picks the bridge where the
-/// sandbox's Python has ipykernel and jupyter_client, else the driver, and
-/// runs it with the context's working directory as its only argument.
+/// Run with `python3 -u -c SELECT CWD KERNEL LANGUAGE BRIDGE [FALLBACK]`:
+/// runs the bridge to the Jupyter kernel `KERNEL` where the sandbox's
+/// Python has Jupyter (and, for Python's own kernel, ipykernel), else the
+/// fallback driver if there is one, else the bridge all the same, which
+/// then says what is missing.
 const PYTHON_SELECT: &str = "import importlib.util as u, sys\n\
-    real = all(u.find_spec(m) for m in ('ipykernel', 'jupyter_client'))\n\
-    source = sys.argv[2] if real else sys.argv[3]\n\
-    del sys.argv[2:]\n\
+    cwd, kernel, language, bridge = sys.argv[1:5]\n\
+    fallback = sys.argv[5] if len(sys.argv) > 5 else None\n\
+    need = ('jupyter_client', 'ipykernel') if kernel == 'python3' else ('jupyter_client',)\n\
+    if fallback is not None and not all(u.find_spec(m) for m in need):\n\
+    \x20   source, sys.argv[1:] = fallback, [cwd]\n\
+    else:\n\
+    \x20   source, sys.argv[1:] = bridge, [cwd, kernel, language]\n\
     exec(compile(source, '<e2b-kernel>', 'exec'))\n";
 /// The bash driver, run with `bash -c`.
 const BASH_DRIVER: &str = include_str!("bash_kernel.sh");
@@ -27,12 +33,14 @@ pub(crate) enum Language {
     Python,
     /// Node through `javascript_kernel.js`.
     JavaScript,
+    /// R: IRkernel through `jupyter_bridge.py`.
+    R,
     /// A persistent `bash` through `bash_kernel.sh`.
     Bash,
 }
 
 /// The languages this server has kernels for.
-pub const AVAILABLE: [&str; 3] = e2b_wire::interpreter::LOCAL_LANGUAGES;
+pub const AVAILABLE: [&str; 4] = e2b_wire::interpreter::LOCAL_LANGUAGES;
 
 impl Language {
     /// Parses a client-given name the way the real server normalises it
@@ -43,6 +51,7 @@ impl Language {
         match name.as_str() {
             "python" => Ok(Language::Python),
             "javascript" | "js" => Ok(Language::JavaScript),
+            "r" => Ok(Language::R),
             "bash" => Ok(Language::Bash),
             other => {
                 let other = if other == "ts" { "typescript" } else { other };
@@ -59,6 +68,7 @@ impl Language {
         match self {
             Language::Python => "python",
             Language::JavaScript => "javascript",
+            Language::R => "r",
             Language::Bash => "bash",
         }
     }
@@ -73,8 +83,22 @@ impl Language {
                     "-c".into(),
                     PYTHON_SELECT.into(),
                     cwd.into(),
+                    "python3".into(),
+                    "python".into(),
                     JUPYTER_BRIDGE.into(),
                     PYTHON_DRIVER.into(),
+                ],
+            ),
+            Language::R => (
+                "python3",
+                vec![
+                    "-u".into(),
+                    "-c".into(),
+                    PYTHON_SELECT.into(),
+                    cwd.into(),
+                    "ir".into(),
+                    "r".into(),
+                    JUPYTER_BRIDGE.into(),
                 ],
             ),
             Language::JavaScript => (
