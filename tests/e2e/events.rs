@@ -254,6 +254,7 @@ async fn every_call_runs_in_an_execute_tool_span_and_the_audit_trail_follows_the
     // subscriber is global, and sees every event).
     let settle = tracing::callsite::rebuild_interest_cache;
     let server = server().await;
+    settle();
     let s = session(&server).await;
     settle();
     ok(call(&s, "run_command", json!({"command": "true"})).await);
