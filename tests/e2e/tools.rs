@@ -415,7 +415,7 @@ async fn a_language_the_backend_lacks_is_an_invalid_argument_not_a_crash() {
     };
     // Not told which languages there are: the local server says.
     let s = session(&server).await;
-    for language in ["typescript", "java"] {
+    for language in ["java"] {
         let err = s
             .run_code(&code(language))
             .await
@@ -458,12 +458,12 @@ async fn a_language_the_backend_lacks_is_an_invalid_argument_not_a_crash() {
     assert_eq!(r["success"], false);
     assert_eq!(
         r["error"],
-        "Failed to run code: language 'java' is not available on this backend (available: python, javascript, r, bash)"
+        "Failed to run code: language 'java' is not available on this backend (available: python, javascript, typescript, r, bash)"
     );
     assert_eq!(server.stats().count("POST /execute"), before);
     let text = told.instructions().await.unwrap();
     assert!(
-        text.contains("execute python, javascript, r or bash in"),
+        text.contains("execute python, javascript, typescript, r or bash in"),
         "{text}"
     );
     let r = ok(call(

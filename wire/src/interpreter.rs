@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The languages the local server's code interpreter has kernels for (R
-/// where the machine has IRkernel and the template Jupyter:
-/// `code-interpreter-v1` after `scripts/bootstrap`).
-pub const LOCAL_LANGUAGES: [&str; 4] = ["python", "javascript", "r", "bash"];
+/// The languages the local server's code interpreter has kernels for
+/// (TypeScript and R on Jupyter kernels, in the `code-interpreter-v1`
+/// template that `scripts/bootstrap` installs).
+pub const LOCAL_LANGUAGES: [&str; 5] = ["python", "javascript", "typescript", "r", "bash"];
 
 /// Path of the execute endpoint.
 pub const EXECUTE_PATH: &str = "/execute";

@@ -7,7 +7,8 @@ LaTeX display is `latex`; a PIL image saved to a path is displayed; every
 list and dict result has its `json`; an execution's env vars are its own;
 a context made in `/root` works there (the kernel is the sandbox's root, as
 E2B's Jupyter is); a kernel killed from inside is restarted and says so;
-an interrupted execution leaves its context serving; R runs in IRkernel.
+an interrupted execution leaves its context serving; R runs in IRkernel,
+TypeScript in Deno's kernel.
 Prints one `ok:` line a
 step, then `interpreter scenario passed`.
 """
@@ -98,7 +99,24 @@ try:
     ex = sbx.run_code("2 + 2", context=root)
     assert ex.text == "4", (ex.text, ex.error)
     step("a kernel killed from inside is restarted, without its state, and says so")
+    sbx.remove_code_context(root)
 
+    started = time.monotonic()
+    try:
+        ex = sbx.run_code("import time\nwhile True: time.sleep(0.1)", timeout=2)
+    except Exception as e:  # the SDK's timeout
+        assert "timeout" in type(e).__name__.lower() or "timed out" in str(e).lower(), e
+    else:
+        raise AssertionError(f"a cell that never returns returned: {ex}")
+    assert time.monotonic() - started < 30
+    ex = sbx.run_code("x")
+    assert ex.text == "41", (ex.text, ex.error)
+    step("a cell abandoned by its client is interrupted, and the context keeps its state")
+
+    # Each kernel takes 60 to 220 MiB of a sandbox's 512: R and TypeScript
+    # each in a sandbox of their own, beside its default contexts.
+    sbx = Sandbox.create(timeout=120)
+    made.append(sbx)
     ex = sbx.run_code('print("Hello, World!")', language="r")
     assert ex.logs.stdout == ['[1] "Hello, World!"\n'], (ex.logs, ex.error)
     ex = sbx.run_code("Sys.getenv('E2B_STEP')", language="r", envs={"E2B_STEP": "r-mine"})
@@ -107,17 +125,19 @@ try:
     assert [r.text for r in ex.results] == ['[1] "gone"', '[1] "/home/user"'], ex.results
     step("R runs in IRkernel, with its execution's env vars its own")
 
-    started = time.monotonic()
-    try:
-        sbx.run_code("import time\nwhile True: time.sleep(0.1)", timeout=2)
-    except Exception as e:  # the SDK's timeout
-        assert "timeout" in type(e).__name__.lower() or "timed out" in str(e).lower(), e
-    else:
-        raise AssertionError("a cell that never returns returned")
-    assert time.monotonic() - started < 30
-    ex = sbx.run_code("x")
-    assert ex.text == "41", (ex.text, ex.error)
-    step("a cell abandoned by its client is interrupted, and the context keeps its state")
+    sbx = Sandbox.create(timeout=120)
+    made.append(sbx)
+    ex = sbx.run_code("const message: string = 'Hello, World!'; console.log(message)", language="ts")
+    assert ex.logs.stdout == ["Hello, World!\n"], (ex.logs, ex.error)
+    ex = sbx.run_code("import { readFileSync } from 'fs'\nconsole.log(typeof readFileSync)", language="typescript")
+    assert ex.logs.stdout == ["function\n"], (ex.logs, ex.error)
+    ex = sbx.run_code("process.cwd()", language="ts")
+    assert ex.text == "/home/user", (ex.text, ex.error)
+    ex = sbx.run_code("process.env.E2B_STEP", language="ts", envs={"E2B_STEP": "ts-mine"})
+    assert ex.text == "ts-mine", (ex.text, ex.error)
+    ex = sbx.run_code("process.env.E2B_STEP ?? 'gone'", language="ts")
+    assert ex.text == "gone", (ex.text, ex.error)
+    step("TypeScript runs in Deno's kernel: types, ESM imports, its execution's env vars its own")
 finally:
     for s in made:
         s.kill()

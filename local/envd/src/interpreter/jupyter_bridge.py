@@ -42,6 +42,8 @@ except ImportError:
 MISSING = {
     "ir": "R's kernel (IRkernel) is not installed on this machine: scripts/bootstrap "
           "installs it (Debian's r-cran-irkernel)",
+    "deno": "TypeScript's kernel (Deno) is not in this template: scripts/bootstrap "
+            "installs it in code-interpreter-v1",
 }
 
 MAGIC = "\x1eE2B\x1f"
@@ -105,11 +107,27 @@ R_RESTORE = (
     "rm(.e2b_saved_env)"
 )
 
+def typescript_env(env_vars):
+    """The same in TypeScript (Deno's process.env)."""
+    return (
+        "(globalThis as any).__e2b_saved_env__ = Object.fromEntries("
+        "Object.keys(%s).map((k) => [k, process.env[k]])); Object.assign(process.env, %s);"
+        % (json.dumps(env_vars), json.dumps(env_vars))
+    )
+
+
+TYPESCRIPT_RESTORE = (
+    "for (const [k, v] of Object.entries((globalThis as any).__e2b_saved_env__ ?? {})) "
+    "{ if (v === undefined) delete process.env[k]; else process.env[k] = v as string; } "
+    "delete (globalThis as any).__e2b_saved_env__;"
+)
+
 # Per language: code that sets an execution's env vars, and code that
 # puts back what they replaced (as E2B's server runs around an execution).
 ENV_CODE = {
     "python": (python_env, PYTHON_RESTORE),
     "r": (r_env, R_RESTORE),
+    "typescript": (typescript_env, TYPESCRIPT_RESTORE),
 }
 
 
@@ -118,6 +136,8 @@ class Bridge:
         self.cwd = cwd
         self.kernel_name = kernel_name
         self.env_code = ENV_CODE.get(language)
+        # Whether the kernel may publish a cell's output after its idle.
+        self.late_output = kernel_name == "deno"
         self.requests = queue.Queue()
         self.km = None
         self.kc = None
@@ -205,13 +225,21 @@ class Bridge:
             allow_stdin=False, stop_on_error=True,
         )
         alive = self.follow(msg_id, quiet=False)
+        if alive and self.late_output:
+            # Deno forwards a cell's output from a task of its own, which
+            # may publish it after the cell's idle: an empty execution's
+            # idle comes after it.
+            flush = self.kc.execute("", silent=True, store_history=False, allow_stdin=False)
+            alive = self.follow(flush, quiet=False, late=msg_id)
         if alive and env_vars:
             self.run_quietly(self.env_code[1])
 
-    def follow(self, msg_id, quiet):
-        """Forwards the execution's messages until its kernel is idle again.
-        False when the kernel died meanwhile (it is restarted, without its
-        state, and the execution ends with E2B's ContextRestarting)."""
+    def follow(self, msg_id, quiet, late=None):
+        """Forwards the execution's messages until its kernel is idle again
+        (with those of `late`, an execution that ended before it, whose
+        output may still come). False when the kernel died meanwhile (it is
+        restarted, without its state, and the execution ends with E2B's
+        ContextRestarting)."""
         errored = False
         started = False
         while True:
@@ -225,10 +253,15 @@ class Bridge:
                     self.restart_kernel()
                     return False
                 continue
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
+            parent = msg.get("parent_header", {}).get("msg_id")
             kind = msg["msg_type"]
             content = msg["content"]
+            if late is not None and parent == late and kind in ("stream", "display_data", "execute_result"):
+                pass  # the earlier execution's, forwarded below
+            elif parent != msg_id:
+                continue
+            elif late is not None and kind != "status":
+                continue  # the empty execution's own
             if kind == "status":
                 if content.get("execution_state") == "busy":
                     started = True
@@ -300,7 +333,12 @@ def main():
         sys.stderr.write(MISSING.get(kernel_name, "no Jupyter kernel %r here" % kernel_name) + "\n")
         sys.exit(1)
     except Exception as e:
-        sys.stderr.write("the Jupyter kernel did not start: %s\n" % (e,))
+        hint = ""
+        if "died" in str(e):
+            # What a kernel killed by the sandbox's memory limit looks like.
+            hint = (" (if the sandbox is short of memory: each kernel takes 60 to 220 MiB; "
+                    "remove the contexts no longer needed)")
+        sys.stderr.write("the Jupyter kernel did not start: %s%s\n" % (e, hint))
         sys.exit(1)
     threading.Thread(target=bridge.read_requests, args=(requests_in,), daemon=True).start()
     send({"type": "ready", "counts": True})

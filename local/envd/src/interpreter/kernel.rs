@@ -159,7 +159,7 @@ impl KernelProcess {
         count: u64,
     ) -> std::io::Result<()> {
         let request = match self.language {
-            Language::Python | Language::JavaScript | Language::R => {
+            Language::Python | Language::JavaScript | Language::TypeScript | Language::R => {
                 let mut line =
                     json!({"op": "execute", "code": code, "env_vars": env_vars, "count": count})
                         .to_string();
@@ -176,7 +176,7 @@ impl KernelProcess {
         match self.language {
             // The drivers read stdin on a thread, so this works whatever
             // process tree the sandbox puts around the kernel.
-            Language::Python | Language::JavaScript | Language::R => {
+            Language::Python | Language::JavaScript | Language::TypeScript | Language::R => {
                 let _ = self.write(b"{\"op\": \"interrupt\"}\n").await;
             }
             Language::Bash => {

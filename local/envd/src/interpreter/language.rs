@@ -33,6 +33,8 @@ pub(crate) enum Language {
     Python,
     /// Node through `javascript_kernel.js`.
     JavaScript,
+    /// TypeScript: Deno's kernel through `jupyter_bridge.py`.
+    TypeScript,
     /// R: IRkernel through `jupyter_bridge.py`.
     R,
     /// A persistent `bash` through `bash_kernel.sh`.
@@ -40,7 +42,7 @@ pub(crate) enum Language {
 }
 
 /// The languages this server has kernels for.
-pub const AVAILABLE: [&str; 4] = e2b_wire::interpreter::LOCAL_LANGUAGES;
+pub const AVAILABLE: [&str; 5] = e2b_wire::interpreter::LOCAL_LANGUAGES;
 
 impl Language {
     /// Parses a client-given name the way the real server normalises it
@@ -51,15 +53,13 @@ impl Language {
         match name.as_str() {
             "python" => Ok(Language::Python),
             "javascript" | "js" => Ok(Language::JavaScript),
+            "typescript" | "ts" => Ok(Language::TypeScript),
             "r" => Ok(Language::R),
             "bash" => Ok(Language::Bash),
-            other => {
-                let other = if other == "ts" { "typescript" } else { other };
-                Err(format!(
-                    "language '{other}' is not available on this backend: the local server runs {}",
-                    AVAILABLE.join(", ")
-                ))
-            }
+            other => Err(format!(
+                "language '{other}' is not available on this backend: the local server runs {}",
+                AVAILABLE.join(", ")
+            )),
         }
     }
 
@@ -68,6 +68,7 @@ impl Language {
         match self {
             Language::Python => "python",
             Language::JavaScript => "javascript",
+            Language::TypeScript => "typescript",
             Language::R => "r",
             Language::Bash => "bash",
         }
@@ -76,31 +77,26 @@ impl Language {
     /// Program and arguments that start this kernel with working directory `cwd`.
     pub(crate) fn launch(self, cwd: &str) -> (&'static str, Vec<String>) {
         match self {
-            Language::Python => (
-                "python3",
-                vec![
-                    "-u".into(),
-                    "-c".into(),
-                    PYTHON_SELECT.into(),
-                    cwd.into(),
-                    "python3".into(),
-                    "python".into(),
-                    JUPYTER_BRIDGE.into(),
-                    PYTHON_DRIVER.into(),
-                ],
-            ),
-            Language::R => (
-                "python3",
-                vec![
-                    "-u".into(),
-                    "-c".into(),
-                    PYTHON_SELECT.into(),
-                    cwd.into(),
-                    "ir".into(),
-                    "r".into(),
-                    JUPYTER_BRIDGE.into(),
-                ],
-            ),
+            Language::Python | Language::TypeScript | Language::R => {
+                let (kernelspec, fallback) = match self {
+                    Language::Python => ("python3", Some(PYTHON_DRIVER)),
+                    Language::TypeScript => ("deno", None),
+                    _ => ("ir", None),
+                };
+                let mut args: Vec<String> = [
+                    "-u",
+                    "-c",
+                    PYTHON_SELECT,
+                    cwd,
+                    kernelspec,
+                    self.name(),
+                    JUPYTER_BRIDGE,
+                ]
+                .map(String::from)
+                .to_vec();
+                args.extend(fallback.map(String::from));
+                ("python3", args)
+            }
             Language::JavaScript => (
                 "node",
                 // --expose-internals gives the driver Node's REPL rewriter
@@ -137,7 +133,8 @@ mod tests {
         assert_eq!(Language::parse("JS"), Ok(Language::JavaScript));
         assert_eq!(Language::parse("javascript"), Ok(Language::JavaScript));
         assert_eq!(Language::parse("bash"), Ok(Language::Bash));
-        assert!(Language::parse("ts").unwrap_err().contains("typescript"));
+        assert_eq!(Language::parse("TS"), Ok(Language::TypeScript));
+        assert!(Language::parse("java").unwrap_err().contains("java"));
         assert!(Language::parse("cobol").unwrap_err().contains("cobol"));
     }
 }

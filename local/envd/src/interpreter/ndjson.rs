@@ -68,11 +68,15 @@ pub(crate) fn result_from_bundle(
         Some(Value::Null) | None => None,
         Some(other) => Some(other.to_string()),
     };
+    // As E2B's server: a quoted string's quotes go (Python's repr, Deno's
+    // and IRkernel's inspection).
     let text = take_text("text/plain").map(|t| {
-        match t.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
-            Some(inner) => inner.to_string(),
-            None => t,
-        }
+        let unquoted = ['\'', '"'].iter().find_map(|q| {
+            t.strip_prefix(*q)
+                .and_then(|inner| inner.strip_suffix(*q))
+                .filter(|_| t.len() >= 2)
+        });
+        unquoted.map_or(t.clone(), str::to_string)
     });
     let html = take_text("text/html");
     let markdown = take_text("text/markdown");
