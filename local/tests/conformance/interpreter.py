@@ -82,6 +82,10 @@ try:
     assert ex.text is None, ex.text
     step("an execution's env vars are its own; the default cwd is /home/user")
 
+    ex = sbx.run_code("\n    import { readFileSync } from 'fs'\n    console.log(typeof readFileSync)\n    ", language="js")
+    assert ex.logs.stdout == ["function\n"], (ex.logs, ex.error)
+    step("a JavaScript cell takes import statements")
+
     counts = [sbx.run_code("1").execution_count for _ in range(2)]
     assert counts[1] == counts[0] + 1, counts
     step("executions are numbered by the kernel")

@@ -14,9 +14,47 @@ const { Worker } = require('worker_threads');
 const { Writable } = require('stream');
 
 const MAGIC = '\x1eE2B\x1f';
-// Node's own top-level-await rewriter (needs --expose-internals).
+// Node's own top-level-await rewriter and its parser (need --expose-internals).
 let processTopLevelAwait = null;
 try { ({ processTopLevelAwait } = require('internal/repl/await')); } catch (_) { /* no top-level await */ }
+let acorn = null;
+try { acorn = require('internal/deps/acorn/acorn/dist/acorn'); } catch (_) { /* no import statements */ }
+
+// A module's default export as `import x from` sees it: a CommonJS module
+// (Node's built-ins among them) is its own default.
+function importDefault(mod) { return mod && mod.__esModule ? mod.default : mod; }
+
+// A cell with `import` statements (as E2B's JavaScript kernel takes them),
+// each rewritten into a `require` of the same module with the same names
+// (`var`, so a cell run again redeclares nothing); null if the cell has
+// none or does not parse as a module.
+function rewriteImports(code) {
+  if (!acorn) return null;
+  let ast;
+  try {
+    ast = acorn.parse(code, { ecmaVersion: 'latest', sourceType: 'module', allowAwaitOutsideFunction: true });
+  } catch (_) { return null; }
+  const imports = ast.body.filter((node) => node.type === 'ImportDeclaration');
+  if (!imports.length) return null;
+  let out = '';
+  let at = 0;
+  for (const node of imports) {
+    const from = `require(${JSON.stringify(node.source.value)})`;
+    const parts = [];
+    const named = [];
+    for (const spec of node.specifiers) {
+      if (spec.type === 'ImportDefaultSpecifier') parts.push(`var ${spec.local.name} = __e2bImportDefault(${from});`);
+      else if (spec.type === 'ImportNamespaceSpecifier') parts.push(`var ${spec.local.name} = ${from};`);
+      else if (spec.imported.name === 'default') parts.push(`var ${spec.local.name} = __e2bImportDefault(${from});`);
+      else named.push(`${spec.imported.name ?? spec.imported.value}: ${spec.local.name}`);
+    }
+    if (named.length) parts.push(`var { ${named.join(', ')} } = ${from};`);
+    if (!node.specifiers.length) parts.push(`${from};`);
+    out += code.slice(at, node.start) + parts.join(' ');
+    at = node.end;
+  }
+  return out + code.slice(at);
+}
 const CHUNK = 16384;
 
 function writeAll(fd, text) {
@@ -56,6 +94,7 @@ const sandbox = {
   queueMicrotask, structuredClone, URL, URLSearchParams, TextEncoder, TextDecoder,
   AbortController, fetch: globalThis.fetch,
   display: (...objs) => { for (const o of objs) send({ type: 'result', main: false, data: bundle(o) }); },
+  __e2bImportDefault: importDefault,
 };
 sandbox.global = sandbox;
 sandbox.globalThis = sandbox;
@@ -103,16 +142,24 @@ async function execute(req) {
     const filename = `<cell-${req.count}>`;
     let script;
     let wrapped = false;
+    let code = req.code || '';
     try {
-      script = new vm.Script(req.code || '', { filename });
+      script = new vm.Script(code, { filename });
     } catch (err) {
-      // Top-level await: rewrite the cell the way Node's REPL does
-      // (declarations hoisted so they persist, last value returned).
-      const rewritten = err && err.name === 'SyntaxError' && processTopLevelAwait
-        ? processTopLevelAwait(req.code || '') : null;
-      if (!rewritten) throw err;
-      script = new vm.Script(rewritten, { filename });
-      wrapped = true;
+      if (!err || err.name !== 'SyntaxError') throw err;
+      // `import` statements: the same names from `require`.
+      code = rewriteImports(code) ?? code;
+      try {
+        script = new vm.Script(code, { filename });
+      } catch (err2) {
+        // Top-level await: rewrite the cell the way Node's REPL does
+        // (declarations hoisted so they persist, last value returned).
+        const rewritten = err2 && err2.name === 'SyntaxError' && processTopLevelAwait
+          ? processTopLevelAwait(code) : null;
+        if (!rewritten) throw err;
+        script = new vm.Script(rewritten, { filename });
+        wrapped = true;
+      }
     }
     let value = script.runInContext(context, { breakOnSigint: true, displayErrors: false });
     if (value && typeof value.then === 'function') {

@@ -265,6 +265,14 @@ async fn javascript_and_bash_kernels_keep_state() {
     assert_eq!(main_text(&js).as_deref(), Some("40"));
     let js_error = execute(&app, json!({"code": "null.x", "language": "javascript"})).await;
     assert_eq!(of_type(&js_error, "error")[0]["name"], "TypeError");
+    // `import` statements, as E2B's JavaScript kernel takes them; run twice.
+    let code = "\n  import { readFileSync } from 'fs'\n  import path, * as p2 from 'path'\n  \
+                console.log(typeof readFileSync, typeof p2.join)\n  path.join('a', 'b')";
+    for _ in 0..2 {
+        let js = execute(&app, json!({"code": code, "language": "javascript"})).await;
+        assert_eq!(stdout(&js), "function function\n", "{js:?}");
+        assert_eq!(main_text(&js).as_deref(), Some("a/b"), "{js:?}");
+    }
 
     let bash = execute(
         &app,
