@@ -1,0 +1,23 @@
+//! Writes one generated `## ` section into local/BENCHMARKS.md, replacing
+//! that section's previous run and keeping the rest of the file (the
+//! isolation table at its head, the other generated sections, the
+//! hand-written notes).
+
+/// Puts `md` (which starts with `title`, a `## ` line) into the file `out`:
+/// in place of the section of that title, else before the first `## `
+/// section, else at the end.
+pub fn write_section(out: &str, title: &str, md: &str) -> std::io::Result<()> {
+    let previous = std::fs::read_to_string(out).unwrap_or_default();
+    let (head, tail) = match previous.find(&format!("\n{title}\n")) {
+        Some(at) => {
+            let rest = &previous[at + 1 + title.len()..];
+            let end = rest.find("\n## ").map(|e| &rest[e + 1..]).unwrap_or("");
+            (&previous[..=at], end.to_string())
+        }
+        None => match previous.find("\n## ") {
+            Some(at) => (&previous[..=at], previous[at + 1..].to_string()),
+            None => (previous.as_str(), String::new()),
+        },
+    };
+    std::fs::write(out, format!("{head}{md}{tail}"))
+}
