@@ -8,7 +8,7 @@ list and dict result has its `json`; an execution's env vars are its own;
 a context made in `/root` works there (the kernel is the sandbox's root, as
 E2B's Jupyter is); a kernel killed from inside is restarted and says so;
 an interrupted execution leaves its context serving; R runs in IRkernel,
-TypeScript in Deno's kernel.
+TypeScript in Deno's kernel, bash in bash_kernel.
 Prints one `ok:` line a
 step, then `interpreter scenario passed`.
 """
@@ -85,6 +85,13 @@ try:
     ex = sbx.run_code("\n    import { readFileSync } from 'fs'\n    console.log(typeof readFileSync)\n    ", language="js")
     assert ex.logs.stdout == ["function\n"], (ex.logs, ex.error)
     step("a JavaScript cell takes import statements")
+
+    ex = sbx.run_code("echo $E2B_STEP; pwd; echo to-stderr >&2; false", language="bash", envs={"E2B_STEP": "bash-mine"})
+    assert ex.logs.stdout == ["bash-mine\n", "/home/user\n", "to-stderr\n"], ex.logs
+    assert ex.error is not None and (ex.error.name, ex.error.value) == ("", "1"), ex.error
+    ex = sbx.run_code("echo ${E2B_STEP:-gone}", language="bash")
+    assert ex.logs.stdout == ["gone\n"], ex.logs
+    step("bash runs in bash_kernel: its output one terminal, a failure its exit status")
 
     counts = [sbx.run_code("1").execution_count for _ in range(2)]
     assert counts[1] == counts[0] + 1, counts

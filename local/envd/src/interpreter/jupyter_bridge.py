@@ -12,7 +12,7 @@
 #   {"op": "execute", "code": str, "env_vars": {str: str}, "count": int}
 #   {"op": "interrupt"}
 # and one message a line on stdout, prefixed by MAGIC:
-#   ready{counts} | count{execution_count} | stdout{text} | stderr{text} |
+#   ready{jupyter} | count{execution_count} | stdout{text} | stderr{text} |
 #   result{data, main} | error{name, value, traceback} | done
 # plus a "mark" on stderr when an execution ends.
 #
@@ -22,6 +22,7 @@
 import json
 import os
 import queue
+import shlex
 import signal
 import sys
 import threading
@@ -53,6 +54,8 @@ CHUNK = 16384
 START_TIMEOUT = 30
 # How often a running execution checks that its kernel is alive.
 POLL = 0.5
+# How long after its idle an execution's reply may come.
+REPLY_WAIT = 5
 _write_lock = threading.Lock()
 
 
@@ -122,12 +125,37 @@ TYPESCRIPT_RESTORE = (
     "delete (globalThis as any).__e2b_saved_env__;"
 )
 
+def bash_names(env_vars):
+    # Names that cannot be shell variables are left out.
+    return [k for k in env_vars if k.isascii() and k.isidentifier()]
+
+
+def bash_env(env_vars):
+    """The same in bash: the replaced values kept in an associative array."""
+    names = bash_names(env_vars)
+    if not names:
+        return "true"
+    keep = " ".join('[[ -v %s ]] && __e2b_saved_env[%s]="$%s";' % (k, k, k) for k in names)
+    sets = " ".join("%s=%s" % (k, shlex.quote(env_vars[k])) for k in names)
+    return "declare -gA __e2b_saved_env=(); %s export %s" % (keep, sets)
+
+
+def bash_restore(env_vars):
+    back = " ".join(
+        '[[ -v __e2b_saved_env[%s] ]] && export %s="${__e2b_saved_env[%s]}" || unset %s;'
+        % (k, k, k, k) for k in bash_names(env_vars)
+    )
+    return "%s unset __e2b_saved_env" % back
+
+
 # Per language: code that sets an execution's env vars, and code that
-# puts back what they replaced (as E2B's server runs around an execution).
+# puts back what they replaced (as E2B's server runs around an execution),
+# each made from the execution's env vars.
 ENV_CODE = {
-    "python": (python_env, PYTHON_RESTORE),
-    "r": (r_env, R_RESTORE),
-    "typescript": (typescript_env, TYPESCRIPT_RESTORE),
+    "python": (python_env, lambda _: PYTHON_RESTORE),
+    "r": (r_env, lambda _: R_RESTORE),
+    "typescript": (typescript_env, lambda _: TYPESCRIPT_RESTORE),
+    "bash": (bash_env, bash_restore),
 }
 
 
@@ -141,6 +169,8 @@ class Bridge:
         self.requests = queue.Queue()
         self.km = None
         self.kc = None
+        # Whether the execution under way has reported its error.
+        self.errored = False
 
     # -- the kernel --
     def start_kernel(self):
@@ -212,7 +242,19 @@ class Bridge:
     def run_quietly(self, code):
         """A silent execution (env vars in and out): its output is dropped."""
         msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False)
-        self.follow(msg_id, quiet=True)
+        if self.follow(msg_id, quiet=True):
+            self.take_reply(msg_id)
+
+    def take_reply(self, msg_id):
+        """The shell channel's reply to `msg_id` (earlier ones it passes are
+        dropped, so none piles up), or None if none came."""
+        while True:
+            try:
+                msg = self.kc.get_shell_msg(timeout=REPLY_WAIT)
+            except queue.Empty:
+                return None
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                return msg.get("content", {})
 
     def execute(self, req):
         env_vars = {str(k): str(v) for k, v in (req.get("env_vars") or {}).items()}
@@ -225,14 +267,28 @@ class Bridge:
             allow_stdin=False, stop_on_error=True,
         )
         alive = self.follow(msg_id, quiet=False)
+        if alive:
+            # As E2B's server: a failure the kernel gives only in its reply
+            # (bash_kernel's exit status) is the execution's error too.
+            reply = self.take_reply(msg_id) or {}
+            if reply.get("status") == "error" and not self.errored:
+                self.errored = True
+                send({"type": "error", "name": reply.get("ename", ""),
+                      "value": reply.get("evalue", ""),
+                      "traceback": "".join(reply.get("traceback") or [])})
+            elif reply.get("status") == "abort":
+                send({"type": "error", "name": "ExecutionAborted",
+                      "value": "Execution was aborted", "traceback": ""})
         if alive and self.late_output:
             # Deno forwards a cell's output from a task of its own, which
             # may publish it after the cell's idle: an empty execution's
             # idle comes after it.
             flush = self.kc.execute("", silent=True, store_history=False, allow_stdin=False)
             alive = self.follow(flush, quiet=False, late=msg_id)
+            if alive:
+                self.take_reply(flush)
         if alive and env_vars:
-            self.run_quietly(self.env_code[1])
+            self.run_quietly(self.env_code[1](env_vars))
 
     def follow(self, msg_id, quiet, late=None):
         """Forwards the execution's messages until its kernel is idle again
@@ -240,7 +296,8 @@ class Bridge:
         output may still come). False when the kernel died meanwhile (it is
         restarted, without its state, and the execution ends with E2B's
         ContextRestarting)."""
-        errored = False
+        if late is None:
+            self.errored = False
         started = False
         while True:
             try:
@@ -281,8 +338,8 @@ class Bridge:
             elif kind in ("display_data", "execute_result"):
                 send({"type": "result", "data": dict(content.get("data") or {}),
                       "main": kind == "execute_result"})
-            elif kind == "error" and not errored:
-                errored = True
+            elif kind == "error" and not self.errored:
+                self.errored = True
                 send({"type": "error", "name": content.get("ename", ""),
                       "value": content.get("evalue", ""),
                       "traceback": "".join(content.get("traceback") or [])})
@@ -341,7 +398,7 @@ def main():
         sys.stderr.write("the Jupyter kernel did not start: %s%s\n" % (e, hint))
         sys.exit(1)
     threading.Thread(target=bridge.read_requests, args=(requests_in,), daemon=True).start()
-    send({"type": "ready", "counts": True})
+    send({"type": "ready", "jupyter": True})
     try:
         bridge.serve()
     finally:

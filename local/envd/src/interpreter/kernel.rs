@@ -41,8 +41,9 @@ pub(crate) struct KernelProcess {
     stdin: ChildStdin,
     events: mpsc::Receiver<KernelEvent>,
     readers: [JoinHandle<()>; 2],
-    /// It numbers its executions itself (a real Jupyter kernel).
-    counts: bool,
+    /// It is the Jupyter bridge: JSON requests, executions numbered by
+    /// the kernel.
+    jupyter: bool,
 }
 
 impl KernelProcess {
@@ -91,7 +92,7 @@ impl KernelProcess {
             stdin,
             events,
             readers,
-            counts: false,
+            jupyter: false,
         };
         kernel.wait_ready().await?;
         Ok(kernel)
@@ -104,8 +105,8 @@ impl KernelProcess {
         loop {
             tokio::select! {
                 event = self.next_event() => match event {
-                    KernelEvent::Ready { counts } => {
-                        self.counts = counts;
+                    KernelEvent::Ready { jupyter } => {
+                        self.jupyter = jupyter;
                         return Ok(());
                     }
                     KernelEvent::Exited => {
@@ -134,10 +135,11 @@ impl KernelProcess {
         }
     }
 
-    /// Whether the kernel numbers its executions itself: then the number
-    /// comes as [`KernelEvent::Count`] once the execution started.
+    /// Whether the kernel numbers its executions itself (a Jupyter kernel):
+    /// then the number comes as [`KernelEvent::Count`] once the execution
+    /// started.
     pub(crate) fn counts(&self) -> bool {
-        self.counts
+        self.jupyter
     }
 
     /// The next thing the kernel said; [`KernelEvent::Exited`] once it is gone.
@@ -159,14 +161,15 @@ impl KernelProcess {
         count: u64,
     ) -> std::io::Result<()> {
         let request = match self.language {
-            Language::Python | Language::JavaScript | Language::TypeScript | Language::R => {
+            // The bash driver reads shell lines; everything else JSON.
+            Language::Bash if !self.jupyter => bash_execution(code, env_vars),
+            _ => {
                 let mut line =
                     json!({"op": "execute", "code": code, "env_vars": env_vars, "count": count})
                         .to_string();
                 line.push('\n');
                 line
             }
-            Language::Bash => bash_execution(code, env_vars),
         };
         self.write(request.as_bytes()).await
     }
@@ -174,13 +177,13 @@ impl KernelProcess {
     /// Asks the kernel to interrupt the running execution (like Ctrl-C).
     pub(crate) async fn interrupt(&mut self) {
         match self.language {
+            Language::Bash if !self.jupyter => {
+                let _ = self.write(b"#e2b-interrupt\n").await;
+            }
             // The drivers read stdin on a thread, so this works whatever
             // process tree the sandbox puts around the kernel.
-            Language::Python | Language::JavaScript | Language::TypeScript | Language::R => {
+            _ => {
                 let _ = self.write(b"{\"op\": \"interrupt\"}\n").await;
-            }
-            Language::Bash => {
-                let _ = self.write(b"#e2b-interrupt\n").await;
             }
         }
     }

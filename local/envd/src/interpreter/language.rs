@@ -9,13 +9,16 @@ const PYTHON_DRIVER: &str = include_str!("python_kernel.py");
 /// Run with `python3 -u -c SELECT CWD KERNEL LANGUAGE BRIDGE [FALLBACK]`:
 /// runs the bridge to the Jupyter kernel `KERNEL` where the sandbox's
 /// Python has Jupyter (and, for Python's own kernel, ipykernel), else the
-/// fallback driver if there is one, else the bridge all the same, which
+/// fallback driver if there is one (Python source, or for bash a bash
+/// script, then exec'd as `bash -c`), else the bridge all the same, which
 /// then says what is missing.
-const PYTHON_SELECT: &str = "import importlib.util as u, sys\n\
+const PYTHON_SELECT: &str = "import importlib.util as u, os, sys\n\
     cwd, kernel, language, bridge = sys.argv[1:5]\n\
     fallback = sys.argv[5] if len(sys.argv) > 5 else None\n\
     need = ('jupyter_client', 'ipykernel') if kernel == 'python3' else ('jupyter_client',)\n\
     if fallback is not None and not all(u.find_spec(m) for m in need):\n\
+    \x20   if language == 'bash':\n\
+    \x20       os.execvp('bash', ['bash', '--noprofile', '--norc', '-c', fallback, 'e2b-kernel', cwd])\n\
     \x20   source, sys.argv[1:] = fallback, [cwd]\n\
     else:\n\
     \x20   source, sys.argv[1:] = bridge, [cwd, kernel, language]\n\
@@ -37,7 +40,8 @@ pub(crate) enum Language {
     TypeScript,
     /// R: IRkernel through `jupyter_bridge.py`.
     R,
-    /// A persistent `bash` through `bash_kernel.sh`.
+    /// Bash: bash_kernel through `jupyter_bridge.py`, or a persistent
+    /// `bash` through `bash_kernel.sh` where there is no Jupyter.
     Bash,
 }
 
@@ -76,50 +80,31 @@ impl Language {
 
     /// Program and arguments that start this kernel with working directory `cwd`.
     pub(crate) fn launch(self, cwd: &str) -> (&'static str, Vec<String>) {
-        match self {
-            Language::Python | Language::TypeScript | Language::R => {
-                let (kernelspec, fallback) = match self {
-                    Language::Python => ("python3", Some(PYTHON_DRIVER)),
-                    Language::TypeScript => ("deno", None),
-                    _ => ("ir", None),
-                };
-                let mut args: Vec<String> = [
-                    "-u",
-                    "-c",
-                    PYTHON_SELECT,
-                    cwd,
-                    kernelspec,
-                    self.name(),
-                    JUPYTER_BRIDGE,
-                ]
-                .map(String::from)
-                .to_vec();
-                args.extend(fallback.map(String::from));
-                ("python3", args)
-            }
-            Language::JavaScript => (
-                "node",
+        let (kernelspec, fallback) = match self {
+            Language::JavaScript => {
                 // --expose-internals gives the driver Node's REPL rewriter
-                // for top-level await.
-                vec![
-                    "--expose-internals".into(),
-                    "-e".into(),
-                    JAVASCRIPT_DRIVER.into(),
-                    cwd.into(),
-                ],
-            ),
-            Language::Bash => (
-                "bash",
-                vec![
-                    "--noprofile".into(),
-                    "--norc".into(),
-                    "-c".into(),
-                    BASH_DRIVER.into(),
-                    "e2b-kernel".into(),
-                    cwd.into(),
-                ],
-            ),
-        }
+                // for top-level await and its parser for `import`s.
+                let args = ["--expose-internals", "-e", JAVASCRIPT_DRIVER, cwd];
+                return ("node", args.map(String::from).to_vec());
+            }
+            Language::Python => ("python3", Some(PYTHON_DRIVER)),
+            Language::TypeScript => ("deno", None),
+            Language::R => ("ir", None),
+            Language::Bash => ("bash", Some(BASH_DRIVER)),
+        };
+        let mut args: Vec<String> = [
+            "-u",
+            "-c",
+            PYTHON_SELECT,
+            cwd,
+            kernelspec,
+            self.name(),
+            JUPYTER_BRIDGE,
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(fallback.map(String::from));
+        ("python3", args)
     }
 }
 

@@ -20,10 +20,11 @@ const MAX_MESSAGE: usize = 64 * 1024 * 1024;
 pub(crate) enum KernelEvent {
     /// The driver is up and reading requests.
     Ready {
-        /// Whether it reports each execution's number itself
-        /// ([`KernelEvent::Count`]), as a real kernel does.
+        /// Whether it is the Jupyter bridge (`jupyter_bridge.py`): it takes
+        /// JSON requests whatever the language and reports each
+        /// execution's number itself ([`KernelEvent::Count`]).
         #[serde(default)]
-        counts: bool,
+        jupyter: bool,
     },
     /// The number the kernel gave the execution (Jupyter's
     /// `execute_input`).
