@@ -12,8 +12,8 @@
 //! processes by kind, read once the first `run_code` of a sandbox that had
 //! been up for [`SETTLE`] ended. Needs root (cgroup v1 memory controller).
 
-#[path = "common/section.rs"]
-mod section;
+#[path = "common/bench_file.rs"]
+mod bench_file;
 
 use std::time::{Duration, Instant};
 
@@ -181,14 +181,7 @@ fn glob_group(id: &str) -> Result<std::path::PathBuf, Error> {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let runs: usize = std::env::args()
-        .nth(1)
-        .map(|r| r.parse())
-        .transpose()?
-        .unwrap_or(5);
-    let out = std::env::args()
-        .nth(2)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/BENCHMARKS.md").to_string());
+    let (runs, out) = bench_file::runs_and_out(5)?;
     let server = LocalServer::start(Options::default()).await?;
     let layers = server.isolation().to_string();
     if !layers.contains("code-interpreter-v1: the venv") {
@@ -275,7 +268,7 @@ async fn main() -> Result<(), Error> {
     }
     md.push('\n');
     print!("{md}");
-    section::write_section(&out, SECTION, &md)?;
+    bench_file::write_section(&out, SECTION, &md)?;
     Ok(())
 }
 

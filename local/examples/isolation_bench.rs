@@ -20,6 +20,11 @@
 //! binary among them); with many sandboxes alive those would be split
 //! between them. `Anonymous` (heap, stacks) is what no other sandbox shares.
 
+// Its arguments only: it writes the head of the file, not a section.
+#[path = "common/bench_file.rs"]
+#[allow(dead_code)]
+mod bench_file;
+
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
@@ -56,14 +61,7 @@ const SANDBOX_ROOTS: &[&str] = &["bwrap", "envd", "e2b-envd", "slirp4netns"];
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let runs: usize = std::env::args()
-        .nth(1)
-        .map(|r| r.parse())
-        .transpose()?
-        .unwrap_or(30);
-    let out = std::env::args()
-        .nth(2)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/BENCHMARKS.md").to_string());
+    let (runs, out) = bench_file::runs_and_out(30)?;
     let setups = [
         Setup {
             name: "no isolation (`--no-isolation`)",

@@ -7,8 +7,8 @@
 //!
 //! Needs a server with disk images (run as root, with loop devices).
 
-#[path = "common/section.rs"]
-mod section;
+#[path = "common/bench_file.rs"]
+mod bench_file;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -278,14 +278,7 @@ fn median(values: &mut [u64]) -> u64 {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let runs: usize = std::env::args()
-        .nth(1)
-        .map(|r| r.parse())
-        .transpose()?
-        .unwrap_or(5);
-    let out = std::env::args()
-        .nth(2)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/BENCHMARKS.md").to_string());
+    let (runs, out) = bench_file::runs_and_out(5)?;
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|l| l.split_whitespace().next().map(str::to_string))
@@ -372,6 +365,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
     );
     print!("{md}");
-    section::write_section(&out, SECTION, &md)?;
+    bench_file::write_section(&out, SECTION, &md)?;
     Ok(())
 }

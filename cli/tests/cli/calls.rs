@@ -263,14 +263,19 @@ fn tools_selects_what_is_listed_and_callable() {
     let out = run(e2b_tools(&["--tools", "read_file,nope", "tools"]), "");
     assert_ne!(out.status, 0);
     assert!(out.stderr.contains("unknown tool 'nope'"), "{out:?}");
-    // The background tools, through the human rendering.
+    // The background tools, through the human rendering; in `base`, which
+    // starts no kernels, the command is the sandbox's first process (pid 3)
+    // after bubblewrap's init and envd.
     let lines = [
         json!({"tool": "start_background_command", "args": {"command": "echo ready; sleep 300"}}),
         json!({"tool": "get_background_output", "args": {"pid": 3}}),
         json!({"tool": "stop_background_command", "args": {"pid": 3}}),
     ];
     let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let out = run(e2b_tools(&["--tools", "all", "batch"]), &input);
+    let out = run(
+        e2b_tools(&["--tools", "all", "--template", "base", "batch"]),
+        &input,
+    );
     assert_eq!(out.status, 0, "{out:?}");
     let results: Vec<Value> = out
         .stdout

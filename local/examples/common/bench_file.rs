@@ -1,7 +1,22 @@
-//! Writes one generated `## ` section into local/BENCHMARKS.md, replacing
-//! that section's previous run and keeping the rest of the file (the
-//! isolation table at its head, the other generated sections, the
+//! What the local server's benchmarks share: their arguments (`RUNS` and
+//! `OUT`) and writing one generated `## ` section into local/BENCHMARKS.md,
+//! replacing that section's previous run and keeping the rest of the file
+//! (the isolation table at its head, the other generated sections, the
 //! hand-written notes).
+
+/// `[RUNS [OUT]]`: rounds per row (`default_runs` unless given) and the
+/// file to write (local/BENCHMARKS.md unless given).
+pub fn runs_and_out(default_runs: usize) -> Result<(usize, String), std::num::ParseIntError> {
+    let runs = std::env::args()
+        .nth(1)
+        .map(|r| r.parse())
+        .transpose()?
+        .unwrap_or(default_runs);
+    let out = std::env::args()
+        .nth(2)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/BENCHMARKS.md").to_string());
+    Ok((runs, out))
+}
 
 /// Puts `md` (which starts with `title`, a `## ` line) into the file `out`:
 /// in place of the section of that title, else before the first `## `
