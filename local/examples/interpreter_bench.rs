@@ -17,6 +17,8 @@ mod bench_file;
 
 use std::time::{Duration, Instant};
 
+use bench_file::percentile;
+
 use e2b_local::{LocalServer, Options};
 use serde_json::{json, Value};
 
@@ -270,13 +272,6 @@ async fn main() -> Result<(), Error> {
     print!("{md}");
     bench_file::write_section(&out, SECTION, &md)?;
     Ok(())
-}
-
-fn percentile<T: Ord + Copy + Default>(v: &mut [T], p: f64) -> T {
-    v.sort();
-    v.get(((v.len() as f64 - 1.0) * p).round() as usize)
-        .copied()
-        .unwrap_or_default()
 }
 
 fn p50_p95(v: &mut [Duration]) -> String {

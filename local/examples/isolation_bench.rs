@@ -28,6 +28,8 @@ mod bench_file;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use bench_file::percentile;
+
 use e2b_local::{Isolation, LocalServer, Options};
 use e2b_wire::connect::encode_envelope;
 use serde_json::{json, Value};
@@ -358,13 +360,6 @@ fn sandbox_memory(before: &HashSet<u32>) -> Result<Memory, Box<dyn std::error::E
     names.sort();
     memory.names = names.join(", ");
     Ok(memory)
-}
-
-fn percentile<T: Ord + Copy + Default>(v: &mut [T], p: f64) -> T {
-    v.sort();
-    v.get(((v.len() as f64 - 1.0) * p).round() as usize)
-        .copied()
-        .unwrap_or_default()
 }
 
 fn p50_p95(v: &mut [Duration]) -> String {

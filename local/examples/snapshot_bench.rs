@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bench_file::percentile;
+
 use e2b_local::{LocalServer, Options};
 use e2b_wire::connect::encode_envelope;
 use serde_json::{json, Value};
@@ -262,9 +264,7 @@ async fn round(b: &Bench, mib: u32, rows: &mut [Row; 5]) -> Result<(), Box<dyn s
 }
 
 fn p(times: &mut [Duration], q: f64) -> String {
-    times.sort();
-    let i = ((times.len() as f64 - 1.0) * q).round() as usize;
-    format!("{:.1} ms", times[i].as_secs_f64() * 1e3)
+    format!("{:.1} ms", percentile(times, q).as_secs_f64() * 1e3)
 }
 
 fn mib(bytes: u64) -> String {
@@ -272,8 +272,7 @@ fn mib(bytes: u64) -> String {
 }
 
 fn median(values: &mut [u64]) -> u64 {
-    values.sort();
-    values[values.len() / 2]
+    percentile(values, 0.5)
 }
 
 #[tokio::main]

@@ -1,5 +1,5 @@
 //! What the local server's benchmarks share: their arguments (`RUNS` and
-//! `OUT`) and writing one generated `## ` section into local/BENCHMARKS.md,
+//! `OUT`), percentiles, and writing one generated `## ` section into local/BENCHMARKS.md,
 //! replacing that section's previous run and keeping the rest of the file
 //! (the isolation table at its head, the other generated sections, the
 //! hand-written notes).
@@ -35,4 +35,12 @@ pub fn write_section(out: &str, title: &str, md: &str) -> std::io::Result<()> {
         },
     };
     std::fs::write(out, format!("{head}{md}{tail}"))
+}
+
+/// The `p` quantile of `v` (nearest rank; `v` gets sorted).
+pub fn percentile<T: Ord + Copy + Default>(v: &mut [T], p: f64) -> T {
+    v.sort();
+    v.get(((v.len() as f64 - 1.0) * p).round() as usize)
+        .copied()
+        .unwrap_or_default()
 }
