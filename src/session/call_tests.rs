@@ -182,6 +182,10 @@ fn a_prepared_sandbox_waits_on_a_short_ttl_and_gets_the_configured_one_when_hand
         warm_up["process"]["args"],
         serde_json::json!(["-l", "-c", "true"])
     );
+    // And an empty cell, so a first `run_code` finds its kernel started.
+    let cells = ctx.platform.bodies("/execute");
+    assert_eq!(cells.len(), 1, "{cells:?}");
+    assert!(cells[0].contains(r#""code":"""#), "{cells:?}");
     let body: serde_json::Value = serde_json::from_str(&ctx.platform.bodies(CREATE)[0]).unwrap();
     assert_eq!(body["timeout"], 60, "created on the pool's TTL");
     assert_eq!(

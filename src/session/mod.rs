@@ -517,6 +517,18 @@ impl<P: Platform> Ctx<P> {
                 };
                 let warm_up = envd::start_request(&settings, &handle, &warm_up);
                 let _ = self.exchange(&settings, &warm_up).await;
+                // And the code interpreter: where its kernels start with the
+                // sandbox (the local server's), a first `run_code` would wait
+                // for them; an empty cell waits here instead (a template
+                // without an interpreter just answers an error).
+                let cell = crate::protocol::interpreter::execute_request(
+                    &settings,
+                    &handle,
+                    "",
+                    "python",
+                    &Default::default(),
+                );
+                let _ = self.exchange(&settings, &cell).await;
                 Ok(handle.id)
             }
             Err(Unavailable::Create(f) | Unavailable::Expired(f)) => Err(f),

@@ -26,6 +26,12 @@ use e2b_wire::host_guest::{self, env};
 /// The export the pool makes and refreshes its sandboxes with: cheap, and
 /// it proves envd answers.
 const PROBE: &str = "e2b-list-files";
+/// The export that warms a sandbox the pool made: a cell that does
+/// nothing (`pass`: the tool takes no empty code), so a
+/// first `run_code` does not wait for kernels that start with the sandbox
+/// (the local server's); best effort, as a template may have no
+/// interpreter.
+const WARM_UP: &str = "e2b-run-code";
 
 /// Sandboxes made ahead for stateless calls of one set of options.
 /// Cheap to clone; every clone is the same pool, closed when the last one
@@ -64,10 +70,14 @@ impl Stock for Sandboxes {
 
     async fn make(&self) -> Option<String> {
         let made = self.own_call(&self.waiting, PROBE, json!({})).await?;
-        made.get("sandbox_id")
+        let id = made
+            .get("sandbox_id")
             .and_then(Value::as_str)
-            .filter(|id| !id.is_empty())
-            .map(str::to_string)
+            .filter(|id| !id.is_empty())?
+            .to_string();
+        let cell = json!({ "code": "pass", SANDBOX_ID: id });
+        let _ = self.own_call(&self.waiting, WARM_UP, cell).await;
+        Some(id)
     }
 
     async fn refresh(&self, id: &String) -> bool {
@@ -101,10 +111,10 @@ impl StatelessPool {
         waiting
             .env
             .insert(env::TIMEOUT.to_string(), WAITING_TIMEOUT.to_string());
-        // The probe answers whatever tools the caller enabled.
+        // The probe and the warm-up answer whatever tools the caller enabled.
         waiting
             .env
-            .insert(env::ENABLED.to_string(), "list_files".to_string());
+            .insert(env::ENABLED.to_string(), "list_files,run_code".to_string());
         let stock = Sandboxes {
             runtime: runtime.clone(),
             key: key(&options),
