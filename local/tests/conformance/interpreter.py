@@ -136,6 +136,18 @@ try:
     assert [r.text for r in ex.results] == ['[1] "gone"', '[1] "/home/user"'], ex.results
     step("R runs in IRkernel, with its execution's env vars its own")
 
+    # A removed context's kernel goes with it (R's kernel, in a session of
+    # its own, does not watch for its parent's end).
+    extra = sbx.create_code_context(language="r")
+    sbx.run_code("1", context=extra)
+    sbx.remove_code_context(extra)
+    count = lambda: sbx.commands.run("pgrep -c -f 'bin/exec/[R]' || true", user="root").stdout.strip()
+    deadline = time.monotonic() + 5
+    while count() != "1" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert count() == "1", count()
+    step("a removed context's kernel is gone with it")
+
     sbx = Sandbox.create(timeout=120)
     made.append(sbx)
     ex = sbx.run_code("const message: string = 'Hello, World!'; console.log(message)", language="ts")

@@ -19,6 +19,7 @@
 # The kernel is the template's: its formatters (E2B's e2b/data, e2b/chart,
 # JSON and image displays) come from the IPython configuration the template
 # installs in <venv>/etc/ipython, as E2B's image installs them.
+import ctypes
 import json
 import os
 import queue
@@ -46,6 +47,20 @@ MISSING = {
     "deno": "TypeScript's kernel (Deno) is not in this template: scripts/bootstrap "
             "installs it in code-interpreter-v1",
 }
+
+# prctl(PR_SET_PDEATHSIG, SIGKILL), resolved before any fork: jupyter_client
+# starts the kernel in a session of its own, which envd's kill of this
+# bridge's process group (a context removed, restarted or given up) does
+# not reach, and only some kernels (ipykernel) watch for their parent's end.
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_bridge():
+    """Runs in the kernel's process before exec: the kernel is killed when
+    this bridge ends (the setting survives exec)."""
+    _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
 
 MAGIC = "\x1eE2B\x1f"
 # Most characters of output in one message.
@@ -189,6 +204,7 @@ class Bridge:
             env=env,
             stdout=subprocess_devnull(),
             stderr=subprocess_devnull(),
+            preexec_fn=die_with_bridge,
         )
         self.kc = self.km.client()
         self.kc.start_channels()
