@@ -244,10 +244,18 @@ async fn a_stateless_call_naming_no_sandbox_runs_in_one_made_ahead_and_the_pool_
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(pool.stats().waiting, 2, "{:?}", pool.stats());
     assert_eq!(pool.stats().handed_out, 1);
-    let mut after = live_ids(&server).await;
+    // A sandbox the filler started while the taken one was out is killed
+    // once made (a make waits for the sandbox's kernels: up to seconds).
     let mut before = before;
     before.sort();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut after = live_ids(&server).await;
     after.sort();
+    while after != before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        after = live_ids(&server).await;
+        after.sort();
+    }
     assert_eq!(before, after, "the same sandboxes wait, none replaced");
     // Other options are not this pool's.
     let mut other = options.clone();
