@@ -183,6 +183,8 @@ def test_a_raising_or_stuck_callback_breaks_nothing_and_is_counted(component):
     assert time.monotonic() - started < 30
     poll(lambda: raising.dropped, lambda n: n >= 4)
     assert raising.dropped == 4 and raising.delivered == 0
+    # Each subscriber has its own delivery thread: wait for this one too.
+    poll(lambda: len(good), lambda n: n >= 4)
     assert good == ["sandbox_start", "exec_start", "exec_end", "sandbox_stop"]
     # The stuck one got one event (still inside it) and queued the rest.
     assert stuck.delivered == 0 and stuck.dropped == 0

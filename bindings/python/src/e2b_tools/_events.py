@@ -106,7 +106,8 @@ class Subscription:
 
     def _drop(self, event: Event, why: str) -> None:
         self.dropped += 1
-        self._owner.dropped += 1
+        with self._owner._lock:  # every subscription's thread counts here
+            self._owner.dropped += 1
         if not self._warned:
             self._warned = True
             logger.warning("e2b_tools: an event callback lost a %s event: %s", event.kind, why)
