@@ -415,7 +415,7 @@ async fn a_language_the_backend_lacks_is_an_invalid_argument_not_a_crash() {
     };
     // Not told which languages there are: the local server says.
     let s = session(&server).await;
-    for language in ["java"] {
+    for language in ["cobol"] {
         let err = s
             .run_code(&code(language))
             .await
@@ -454,18 +454,26 @@ async fn a_language_the_backend_lacks_is_an_invalid_argument_not_a_crash() {
     .await
     .unwrap();
     let before = server.stats().count("POST /execute");
-    let r = call(&told, "run_code", json!({"code": "1", "language": "Java"})).await;
+    let r = call(&told, "run_code", json!({"code": "1", "language": "cobol"})).await;
     assert_eq!(r["success"], false);
     assert_eq!(
         r["error"],
-        "Failed to run code: language 'java' is not available on this backend (available: python, javascript, typescript, r, bash)"
+        "Failed to run code: language 'cobol' is not available on this backend (available: python, javascript, typescript, r, java, bash)"
     );
     assert_eq!(server.stats().count("POST /execute"), before);
     let text = told.instructions().await.unwrap();
     assert!(
-        text.contains("execute python, javascript, typescript, r or bash in"),
+        text.contains("execute python, javascript, typescript, r, java or bash in"),
         "{text}"
     );
+    // Every language E2B's template has is here (Java on JJava).
+    let r = ok(call(
+        &told,
+        "run_code",
+        json!({"code": "System.out.println(6 * 7);", "language": "Java"}),
+    )
+    .await);
+    assert_eq!(r["stdout"], "42\n");
     let r = ok(call(
         &told,
         "run_code",

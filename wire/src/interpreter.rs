@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The languages the local server's code interpreter has kernels for
-/// (TypeScript and R on Jupyter kernels, in the `code-interpreter-v1`
+/// (TypeScript, R and Java on Jupyter kernels, in the `code-interpreter-v1`
 /// template that `scripts/bootstrap` installs).
-pub const LOCAL_LANGUAGES: [&str; 5] = ["python", "javascript", "typescript", "r", "bash"];
+pub const LOCAL_LANGUAGES: [&str; 6] = ["python", "javascript", "typescript", "r", "java", "bash"];
 
 /// Path of the execute endpoint.
 pub const EXECUTE_PATH: &str = "/execute";

@@ -39,7 +39,7 @@ pub const HOST_RUNTIME: &[&str] = &[
 ];
 
 /// Host files and directories of `/etc` that programs need (the dynamic
-/// loader, TLS roots, time zone, shells, Python, alternatives), bound
+/// loader, TLS roots, time zone, shells, Python, R, Java, alternatives), bound
 /// read-only where they exist. None holds secrets.
 pub const HOST_ETC: &[&str] = &[
     "/etc/alternatives",
@@ -65,6 +65,10 @@ pub const HOST_ETC: &[&str] = &[
     "/etc/python3.11",
     // R's own configuration (Debian keeps R_HOME/etc here): the R kernel.
     "/etc/R",
+    // The JDK's configuration (its conf/ links here): the Java kernel, on
+    // Debian 12's JDK and Debian 13's.
+    "/etc/java-17-openjdk",
+    "/etc/java-21-openjdk",
     "/etc/services",
     "/etc/skel",
     "/etc/ssl/certs",

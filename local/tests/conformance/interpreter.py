@@ -8,7 +8,8 @@ list and dict result has its `json`; an execution's env vars are its own;
 a context made in `/root` works there (the kernel is the sandbox's root, as
 E2B's Jupyter is); a kernel killed from inside is restarted and says so;
 an interrupted execution leaves its context serving; R runs in IRkernel,
-TypeScript in Deno's kernel, bash in bash_kernel.
+TypeScript in Deno's kernel, Java in JJava (env vars as system
+properties, as on E2B), bash in bash_kernel.
 Prints one `ok:` line a
 step, then `interpreter scenario passed`.
 """
@@ -161,6 +162,39 @@ try:
     ex = sbx.run_code("process.env.E2B_STEP ?? 'gone'", language="ts")
     assert ex.text == "gone", (ex.text, ex.error)
     step("TypeScript runs in Deno's kernel: types, ESM imports, its execution's env vars its own")
+
+    # Java's env vars are system properties, as on E2B: the sandbox's set at
+    # the kernel's start, an execution's around it; a value is data, never code.
+    sbx = Sandbox.create(timeout=120, envs={"E2B_SANDBOX_STEP": "sandbox-wide"})
+    made.append(sbx)
+    ex = sbx.run_code('System.out.println("Hello, World!")', language="java")
+    assert ex.logs.stdout == ["Hello, World!\n"], (ex.logs, ex.error)
+    ex = sbx.run_code('System.getProperty("E2B_SANDBOX_STEP") + " " + System.getProperty("user.dir")', language="java")
+    assert ex.text == "sandbox-wide /home/user", (ex.text, ex.error)
+    hostile = '"); System.exit(3); ("\\u0022); System.exit(4); //\u00e9\n'
+    ex = sbx.run_code('System.getProperty("E2B_STEP")', language="java", envs={"E2B_STEP": hostile, "E2B_SANDBOX_STEP": "mine"})
+    assert ex.text == hostile, (ex.text, ex.error)
+    ex = sbx.run_code('System.getProperty("E2B_STEP", "gone") + " " + System.getProperty("E2B_SANDBOX_STEP")', language="java")
+    assert ex.text == "gone sandbox-wide", (ex.text, ex.error)
+    step("Java runs in JJava, env vars its system properties (the sandbox's and an execution's)")
+
+    java = sbx.create_code_context(language="java")
+    sbx.run_code("int kept = 5;", context=java)
+    try:
+        sbx.run_code("while (true) {}", context=java, timeout=2)
+    except Exception as e:  # the SDK's timeout
+        assert "timeout" in type(e).__name__.lower() or "timed out" in str(e).lower(), e
+    else:
+        raise AssertionError("a Java cell that never returns returned")
+    ex = sbx.run_code("kept * 2", context=java)
+    assert ex.text == "10", (ex.text, ex.error)
+    step("an abandoned Java cell is interrupted (by message: a SIGINT would end the JVM), its state kept")
+
+    ex = sbx.run_code("System.exit(3);", context=java)
+    assert ex.error is not None and ex.error.name == "ContextRestarting", ex.error
+    ex = sbx.run_code("1 + 1", context=java)
+    assert ex.text == "2", (ex.text, ex.error)
+    step("a Java kernel that exits is restarted and says so")
 finally:
     for s in made:
         s.kill()

@@ -6,7 +6,8 @@
 #
 # Run as `python3 -u -c BRIDGE CWD [KERNEL-NAME [LANGUAGE]]` (default
 # python3, python): KERNEL-NAME is a Jupyter kernelspec (IRkernel's is
-# `ir`), LANGUAGE says how an execution's env vars are set in it.
+# `ir`, JJava's `java`), LANGUAGE says how an execution's env vars are set
+# in it.
 #
 # Protocol with envd (as python_kernel.py's): one JSON request a line on stdin
 #   {"op": "execute", "code": str, "env_vars": {str: str}, "count": int}
@@ -46,6 +47,8 @@ MISSING = {
           "installs it (Debian's r-cran-irkernel)",
     "deno": "TypeScript's kernel (Deno) is not in this template: scripts/bootstrap "
             "installs it in code-interpreter-v1",
+    "java": "Java's kernel (JJava) is not in this template: scripts/bootstrap "
+            "installs it in code-interpreter-v1, and a JDK (Debian's default-jdk-headless)",
 }
 
 # prctl(PR_SET_PDEATHSIG, SIGKILL), resolved before any fork: jupyter_client
@@ -104,15 +107,18 @@ PYTHON_RESTORE = (
 )
 
 
-def r_string(text):
-    # A JSON string (ASCII, \uXXXX escapes) is an R string literal.
+def string_literal(text):
+    """`text` as an R or Java string literal: a JSON string with ASCII
+    escapes is both. In Java it never holds a \\u escape that Java would
+    read before the literal (a quote or a line break is escaped the short
+    way, a backslash doubled), so a value stays data."""
     return json.dumps(text, ensure_ascii=True)
 
 
 def r_env(env_vars):
     """The same in R: the replaced values kept in a hidden variable."""
-    keys = ", ".join(r_string(k) for k in env_vars)
-    pairs = ", ".join("%s = %s" % (r_string(k), r_string(v)) for k, v in env_vars.items())
+    keys = ", ".join(string_literal(k) for k in env_vars)
+    pairs = ", ".join("%s = %s" % (string_literal(k), string_literal(v)) for k, v in env_vars.items())
     return (
         ".e2b_saved_env <- Sys.getenv(c(%s), unset = NA, names = TRUE); "
         "do.call(Sys.setenv, list(%s))" % (keys, pairs)
@@ -139,6 +145,26 @@ TYPESCRIPT_RESTORE = (
     "{ if (v === undefined) delete process.env[k]; else process.env[k] = v as string; } "
     "delete (globalThis as any).__e2b_saved_env__;"
 )
+
+def java_env(env_vars):
+    """The same in Java: env vars are system properties, as on E2B
+    (System.getProperty); setProperty's answer is the value it replaced."""
+    sets = " ".join(
+        "__e2bSavedEnv.put(%s, System.setProperty(%s, %s));"
+        % (string_literal(k), string_literal(k), string_literal(v)) for k, v in env_vars.items()
+    )
+    return "var __e2bSavedEnv = new java.util.HashMap<String, String>(); " + sets
+
+
+JAVA_RESTORE = (
+    "__e2bSavedEnv.forEach((k, v) -> { if (v == null) System.clearProperty(k); "
+    "else System.setProperty(k, v); });"
+)
+# Run once on a Java kernel's start: the sandbox's env vars become system
+# properties too, as E2B's server sets its global env vars in every kernel
+# (its Java's only way to read them with System.getProperty).
+JAVA_START = "System.getenv().forEach((k, v) -> System.getProperties().putIfAbsent(k, v));"
+
 
 def bash_names(env_vars):
     # Names that cannot be shell variables are left out.
@@ -170,8 +196,11 @@ ENV_CODE = {
     "python": (python_env, lambda _: PYTHON_RESTORE),
     "r": (r_env, lambda _: R_RESTORE),
     "typescript": (typescript_env, lambda _: TYPESCRIPT_RESTORE),
+    "java": (java_env, lambda _: JAVA_RESTORE),
     "bash": (bash_env, bash_restore),
 }
+# Per language: code run quietly each time its kernel starts.
+START_CODE = {"java": JAVA_START}
 
 
 class Bridge:
@@ -179,11 +208,15 @@ class Bridge:
         self.cwd = cwd
         self.kernel_name = kernel_name
         self.env_code = ENV_CODE.get(language)
+        self.start_code = START_CODE.get(language)
         # Whether the kernel may publish a cell's output after its idle.
         self.late_output = kernel_name == "deno"
         self.requests = queue.Queue()
         self.km = None
         self.kc = None
+        # The kernel's control channel as the request thread's own socket
+        # (zmq sockets are not shared between threads), with its kernel.
+        self.control = None
         # Whether the execution under way has reported its error.
         self.errored = False
 
@@ -209,6 +242,8 @@ class Bridge:
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=START_TIMEOUT)
+        if self.start_code:
+            self.run_quietly(self.start_code)
 
     def restart_kernel(self):
         try:
@@ -230,7 +265,19 @@ class Bridge:
     def interrupt(self):
         """SIGINT for the kernel's process group (its own session), as
         jupyter_client does, without touching its event loop from this
-        thread."""
+        thread; or, for a kernel that asks for it (JJava: a SIGINT would end
+        the JVM), an interrupt_request on its control channel."""
+        km = self.km
+        if km is not None and km.kernel_spec.interrupt_mode == "message":
+            try:
+                if self.control is None or self.control[0] is not km:
+                    if self.control is not None:
+                        self.control[1].close(linger=0)
+                    self.control = (km, km.connect_control())
+                km.session.send(self.control[1], "interrupt_request", {})
+            except Exception:
+                pass
+            return
         provisioner = getattr(self.km, "provisioner", None)
         pgid = getattr(provisioner, "pgid", None)
         pid = getattr(provisioner, "pid", None)

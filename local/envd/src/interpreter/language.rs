@@ -40,13 +40,16 @@ pub(crate) enum Language {
     TypeScript,
     /// R: IRkernel through `jupyter_bridge.py`.
     R,
+    /// Java: JJava (the maintained fork of IJava, E2B's) through
+    /// `jupyter_bridge.py`.
+    Java,
     /// Bash: bash_kernel through `jupyter_bridge.py`, or a persistent
     /// `bash` through `bash_kernel.sh` where there is no Jupyter.
     Bash,
 }
 
 /// The languages this server has kernels for.
-pub const AVAILABLE: [&str; 5] = e2b_wire::interpreter::LOCAL_LANGUAGES;
+pub const AVAILABLE: [&str; 6] = e2b_wire::interpreter::LOCAL_LANGUAGES;
 
 impl Language {
     /// Parses a client-given name the way the real server normalises it
@@ -59,6 +62,7 @@ impl Language {
             "javascript" | "js" => Ok(Language::JavaScript),
             "typescript" | "ts" => Ok(Language::TypeScript),
             "r" => Ok(Language::R),
+            "java" => Ok(Language::Java),
             "bash" => Ok(Language::Bash),
             other => Err(format!(
                 "language '{other}' is not available on this backend: the local server runs {}",
@@ -74,6 +78,7 @@ impl Language {
             Language::JavaScript => "javascript",
             Language::TypeScript => "typescript",
             Language::R => "r",
+            Language::Java => "java",
             Language::Bash => "bash",
         }
     }
@@ -90,6 +95,7 @@ impl Language {
             Language::Python => ("python3", Some(PYTHON_DRIVER)),
             Language::TypeScript => ("deno", None),
             Language::R => ("ir", None),
+            Language::Java => ("java", None),
             Language::Bash => ("bash", Some(BASH_DRIVER)),
         };
         let mut args: Vec<String> = [
@@ -119,7 +125,7 @@ mod tests {
         assert_eq!(Language::parse("javascript"), Ok(Language::JavaScript));
         assert_eq!(Language::parse("bash"), Ok(Language::Bash));
         assert_eq!(Language::parse("TS"), Ok(Language::TypeScript));
-        assert!(Language::parse("java").unwrap_err().contains("java"));
+        assert_eq!(Language::parse("Java"), Ok(Language::Java));
         assert!(Language::parse("cobol").unwrap_err().contains("cobol"));
     }
 }
