@@ -123,3 +123,26 @@ async fn js_sdk_machine() {
     assert_eq!(h.server.stats().live_sandboxes, 0);
     h.server.shutdown().await;
 }
+
+/// The code interpreter is the real one through the JS SDK
+/// (`interpreter.mjs`, `@e2b/code-interpreter`): E2B's formatters, every
+/// language's env vars and cwd, a kernel killed from inside, an abandoned
+/// cell interrupted.
+#[tokio::test]
+async fn js_sdk_interpreter() {
+    let dir = node_dir();
+    let h = start().await;
+    assert!(
+        h.server
+            .isolation()
+            .contains("code-interpreter-v1: the venv"),
+        "no code-interpreter-v1 template (run scripts/bootstrap): {}",
+        h.server.isolation()
+    );
+    let mut node = tokio::process::Command::new("node");
+    node.arg("interpreter.mjs").current_dir(&dir);
+    let stdout = run_sdk_client(&h, node, "the JS SDK interpreter scenario").await;
+    assert!(stdout.trim_end().ends_with("OK 27 checks"), "{stdout}");
+    assert_eq!(h.server.stats().live_sandboxes, 0);
+    h.server.shutdown().await;
+}
