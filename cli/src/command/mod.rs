@@ -3,6 +3,7 @@
 pub(crate) mod args;
 mod inventory;
 pub(crate) mod logging;
+mod once;
 mod render;
 mod rich_files;
 mod signals;
@@ -572,7 +573,9 @@ async fn start_backend(
         ));
     }
     if let Some(notice) = notice {
-        eprintln!("{notice}");
+        if global.verbose || once::first_in_session("backend") {
+            eprintln!("{notice}");
+        }
     }
     let local = LocalBackendOptions {
         port: 0,

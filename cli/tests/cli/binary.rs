@@ -38,7 +38,8 @@ impl std::fmt::Debug for Run {
 }
 
 /// A command for the binary with a clean environment: no `E2B_*`
-/// variables, so the local backend is the default.
+/// variables, so the local backend is the default; its once-per-session
+/// notices marked in a runtime directory of these tests, not the user's.
 pub fn e2b_tools(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_e2b-tools"));
     command.args(args);
@@ -47,7 +48,22 @@ pub fn e2b_tools(args: &[&str]) -> Command {
             command.env_remove(key);
         }
     }
+    command.env("XDG_RUNTIME_DIR", runtime_dir("shared"));
     command
+}
+
+/// A private directory `name` of this test run, made if missing.
+pub fn runtime_dir(name: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("cli-runtime-{}", std::process::id()))
+        .join(name);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .unwrap();
+    dir
 }
 
 /// Runs the command with `stdin` as its input, for at most [`RUN_TIMEOUT`].

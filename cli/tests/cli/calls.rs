@@ -1,7 +1,9 @@
 //! `e2b-tools call` for each tool and `e2b-tools batch`, on the local
 //! backend (the default without `E2B_API_KEY`).
 
-use crate::binary::{e2b_tools, run, Run};
+use std::os::unix::process::CommandExt;
+
+use crate::binary::{e2b_tools, run, runtime_dir, Run};
 use serde_json::{json, Value};
 
 fn call_json(tool: &str, args: Value) -> (Run, Value) {
@@ -11,15 +13,39 @@ fn call_json(tool: &str, args: Value) -> (Run, Value) {
 }
 
 #[test]
-fn the_default_backend_without_a_key_is_local_and_says_so() {
-    let out = run(
-        e2b_tools(&["call", "run_code", r#"{"code": "print(6 * 7)"}"#]),
-        "",
-    );
+#[allow(unsafe_code)] // pre_exec, for a run in a session of its own
+fn the_default_backend_without_a_key_is_local_and_says_so_once_per_terminal_session() {
+    let runtime = runtime_dir("notice");
+    let call = |verbose: bool, new_session: bool| {
+        let mut command = e2b_tools(&["call", "run_code", r#"{"code": "print(6 * 7)"}"#]);
+        command.env("XDG_RUNTIME_DIR", &runtime);
+        if verbose {
+            command.arg("-v");
+        }
+        if new_session {
+            // SAFETY: setsid is async-signal-safe.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::setsid();
+                    Ok(())
+                });
+            }
+        }
+        run(command, "")
+    };
+    let out = call(false, false);
     assert_eq!(out.status, 0, "{out:?}");
     assert!(out.stderr.contains("using the local backend"), "{out:?}");
     // Human rendering: the sandbox's stdout is our stdout.
     assert_eq!(out.stdout, "42\n", "{out:?}");
+    let again = call(false, false);
+    assert_eq!(again.stdout, "42\n", "{again:?}");
+    assert!(
+        !again.stderr.contains("using the local backend"),
+        "{again:?}"
+    );
+    assert!(call(true, false).stderr.contains("using the local backend"));
+    assert!(call(false, true).stderr.contains("using the local backend"));
 }
 
 #[test]
