@@ -24,8 +24,10 @@ pub trait KernelSpawner: Send + Sync + 'static {
     fn global_envs(&self) -> BTreeMap<String, String>;
 }
 
-/// How long a kernel may take to say it is ready.
-const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a kernel may take to say it is ready: a JVM with JShell, or R,
+/// on a loaded machine takes seconds (more than the bridge's own 30 s wait
+/// for its kernel, so the bridge's error is the one that reaches the user).
+const START_TIMEOUT: Duration = Duration::from_secs(45);
 /// Read size for the kernel's pipes.
 const READ_CHUNK: usize = 32 * 1024;
 /// Events buffered between the pipe readers and the execution; when full,
