@@ -41,6 +41,7 @@ mod names;
 mod paths;
 mod registry;
 mod sandbox;
+pub mod serve_command;
 mod signature;
 mod snapshots;
 mod state;

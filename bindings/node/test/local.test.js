@@ -1,10 +1,14 @@
 // Zero set-up: with nothing naming an E2B server, the package runs its
-// sandboxes on this machine through the e2b-tools CLI's local server,
+// sandboxes on this machine through a local server (the e2b-tools CLI's,
+// or the e2b-local of the optional dependency @e2b-tools/local-linux-x64),
 // started once per process and gone with it; a key given to `configure`
-// still goes to the server it names; without a CLI the error says what to do.
+// still goes to the server it names; without any server the error says
+// what to do.
 
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { until } from './server.js';
 
@@ -71,12 +75,44 @@ describe('zero set-up', LIMIT, () => {
     assert.equal(done.stdout.trim(), 'named');
   });
 
-  it('without a key or a CLI, the error says what to do', async () => {
+  it('with the platform package, the README snippet runs on its own server', async (t) => {
+    if (!process.env.E2B_TOOLS_NPM_PLATFORM_TARBALL) {
+      t.skip('no @e2b-tools/local-linux-x64 installed');
+      return;
+    }
+    // No CLI named nor on PATH: only the bundled e2b-local can serve.
     const done = await run(
       `import { loadE2BTools } from 'e2b-tools';
-       await (await loadE2BTools()).runCommand({ command: 'true' });`,
+       import { execFileSync } from 'node:child_process';
+       import { readlinkSync } from 'node:fs';
+       const e2b = await loadE2BTools();
+       const result = await e2b.callTool('run_code', { code: 'print(6 * 7)' });
+       // The server is this process's child.
+       const [pid] = execFileSync('pgrep', ['-P', String(process.pid)]).toString().split(/\\s+/);
+       console.log(result.stdout.trim(), readlinkSync('/proc/' + pid + '/exe').split('/').pop());
+       await e2b.close();`,
       { ...bare, PATH: '/usr/bin:/bin' },
     );
+    assert.equal(done.code, 0, done.stderr);
+    assert.equal(done.stdout.trim(), '42 e2b-local', done.stderr);
+  });
+
+  it('without a key or a server, the error says what to do', async () => {
+    // As where the platform package is not installed (npm skips it on
+    // other platforms): its server moved away for this run.
+    const bundled = join('node_modules', '@e2b-tools', 'local-linux-x64', 'bin', 'e2b-local');
+    const hidden = existsSync(bundled);
+    if (hidden) renameSync(bundled, `${bundled}.hidden`);
+    let done;
+    try {
+      done = await run(
+        `import { loadE2BTools } from 'e2b-tools';
+         await (await loadE2BTools()).runCommand({ command: 'true' });`,
+        { ...bare, PATH: '/usr/bin:/bin' },
+      );
+    } finally {
+      if (hidden) renameSync(`${bundled}.hidden`, bundled);
+    }
     assert.notEqual(done.code, 0);
     assert.match(done.stderr, /LocalServerError/);
     assert.match(done.stderr, /set E2B_API_KEY/);

@@ -463,61 +463,21 @@ async fn local_serve(
     api_key: Option<String>,
     stop_at_eof: bool,
 ) -> Result<u8, CliFailure> {
-    // The key stays the same across restarts: the one asked for, else the
-    // state directory's.
-    let api_key = match (api_key.filter(|k| !k.trim().is_empty()), &state_dir) {
-        (Some(key), _) => key.trim().to_string(),
-        (None, Some(dir)) => e2b_local::stored_api_key(dir).map_err(|err| {
-            CliFailure::host(format!(
-                "cannot keep the API key in {}: {err} (pass --api-key KEY, or --state-dir DIR)",
-                dir.display()
-            ))
-        })?,
-        (None, None) => e2b_local::generate_api_key(),
-    };
-    let options = e2b_local::Options {
+    let command = e2b_local::serve_command::ServeCommand {
         port,
-        api_key,
         state_dir,
+        api_key,
+        stop_at_eof,
         isolation: if global.no_isolation {
             e2b_local::Isolation::None
         } else {
             e2b_local::Isolation::Bwrap
         },
         time_scale: global.time_scale.unwrap_or(1.0),
-        ..e2b_local::Options::default()
     };
-    // Standard input's end, with --stop-at-eof; else never.
-    let eof = async move {
-        if !stop_at_eof {
-            return std::future::pending().await;
-        }
-        let mut stdin = tokio::io::stdin();
-        let mut buf = [0u8; 256];
-        while matches!(tokio::io::AsyncReadExt::read(&mut stdin, &mut buf).await, Ok(n) if n > 0) {}
-    };
-    e2b_local::serve_until(options, eof, |server| {
-        // Shell lines, so a script can source what was printed (the server
-        // stays in the foreground: stdout never ends, see README.md).
-        println!("export E2B_API_URL={}", server.url());
-        println!("export E2B_SANDBOX_URL={}", server.url());
-        println!("export E2B_API_KEY={}", server.api_key());
-        let _ = std::io::stdout().flush();
-        eprintln!(
-            "e2b-tools: local server listening on {}; Ctrl-C stops it",
-            server.url()
-        );
-        eprintln!("e2b-tools: {}", server.isolation());
-        match server.state_dir() {
-            Some(dir) => eprintln!(
-                "e2b-tools: state: {} (paused sandboxes and snapshots are kept)",
-                dir.display()
-            ),
-            None => eprintln!("e2b-tools: state: none (nothing is kept)"),
-        }
-    })
-    .await
-    .map_err(CliFailure::host)?;
+    e2b_local::serve_command::run(command, "e2b-tools")
+        .await
+        .map_err(CliFailure::host)?;
     Ok(0)
 }
 
