@@ -97,3 +97,34 @@ fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<ServeCommand>,
     };
     Ok(Some(command))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_args(args: &[&str]) -> Result<Option<ServeCommand>, String> {
+        parse(args.iter().map(|a| a.to_string()))
+    }
+
+    #[test]
+    fn serve_takes_the_packages_flags_and_refuses_what_it_does_not_know() {
+        let command = parse_args(&["serve", "--ephemeral", "--stop-at-eof", "--port", "3999"])
+            .unwrap()
+            .unwrap();
+        assert!(command.stop_at_eof && command.state_dir.is_none());
+        assert_eq!(command.port, 3999);
+        let kept = parse_args(&["serve", "--state-dir", "/srv/e2b"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            kept.state_dir.as_deref(),
+            Some(std::path::Path::new("/srv/e2b"))
+        );
+        assert!(parse_args(&["serve", "--ephemeral", "--state-dir", "/x"]).is_err());
+        assert!(parse_args(&["serve", "--port", "http"]).is_err());
+        assert!(parse_args(&["serve", "--port"]).is_err());
+        assert!(parse_args(&["serve", "--tools", "all"]).is_err());
+        assert!(parse_args(&["start"]).is_err());
+        assert!(parse_args(&["--help"]).unwrap().is_none());
+    }
+}
