@@ -233,6 +233,20 @@ async fn python_sdk_machine() {
     h.server.shutdown().await;
 }
 
+/// A server whose `code-interpreter-v1` sandboxes have the template's venv
+/// (its Jupyter kernels): the interpreter scenarios need it.
+pub(crate) async fn start_with_interpreter() -> Harness {
+    let h = start().await;
+    assert!(
+        h.server
+            .isolation()
+            .contains("code-interpreter-v1: the venv"),
+        "no code-interpreter-v1 template (run scripts/bootstrap): {}",
+        h.server.isolation()
+    );
+    h
+}
+
 /// The code interpreter is the real one (`interpreter.py`, through the
 /// official e2b-code-interpreter SDK): IPython's kernel with E2B's
 /// formatters in `code-interpreter-v1`, its default contexts running from
@@ -244,14 +258,7 @@ async fn python_sdk_interpreter() {
         "e2b==2.63.0 and e2b-code-interpreter==2.11.5",
         "target/pyenv",
     );
-    let h = start().await;
-    assert!(
-        h.server
-            .isolation()
-            .contains("code-interpreter-v1: the venv"),
-        "no code-interpreter-v1 template (run scripts/bootstrap): {}",
-        h.server.isolation()
-    );
+    let h = start_with_interpreter().await;
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/conformance/interpreter.py"

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::start;
-use crate::conformance::run_sdk_client;
+use crate::conformance::{run_sdk_client, start_with_interpreter};
 
 const SOURCE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/node");
 
@@ -131,14 +131,7 @@ async fn js_sdk_machine() {
 #[tokio::test]
 async fn js_sdk_interpreter() {
     let dir = node_dir();
-    let h = start().await;
-    assert!(
-        h.server
-            .isolation()
-            .contains("code-interpreter-v1: the venv"),
-        "no code-interpreter-v1 template (run scripts/bootstrap): {}",
-        h.server.isolation()
-    );
+    let h = start_with_interpreter().await;
     let mut node = tokio::process::Command::new("node");
     node.arg("interpreter.mjs").current_dir(&dir);
     let stdout = run_sdk_client(&h, node, "the JS SDK interpreter scenario").await;
