@@ -6,27 +6,18 @@
 // what to do.
 
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { until } from './server.js';
+import { script, until } from './server.js';
 
 const LIMIT = { timeout: 120_000 };
 /** This environment without any E2B_*, as on a fresh machine. */
 const bare = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('E2B_')));
 
-function run(source, env) {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', source], {
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += chunk));
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
-}
+/** Runs an ES module script in the test app with exactly `env`. */
+const run = (source, env) => script(source, { baseEnv: env }).exited;
 
 /** The pids of the ephemeral local servers running now. */
 function ephemeralServers() {

@@ -4,9 +4,9 @@
 // itself). run-tests runs this file on Node 20 and again on Node 22.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { script } from './server.js';
 
 const README = process.env.E2B_TOOLS_README;
 /** This environment without any E2B_*, as on a fresh machine; the CLI
@@ -19,18 +19,6 @@ export function codeBlocks(markdown, lang) {
   return [...markdown.matchAll(/^```(\S*)\n([\s\S]*?)^```$/gm)].filter((m) => m[1] === lang).map((m) => m[2]);
 }
 
-function run(source) {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', source], {
-    env: bare,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += chunk));
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
-}
-
 describe(`the README's js snippets on Node ${process.versions.node}`, { timeout: 120_000 }, () => {
   it('are there to run (E2B_TOOLS_README names the README)', () => {
     assert.ok(README, 'E2B_TOOLS_README is not set');
@@ -39,7 +27,7 @@ describe(`the README's js snippets on Node ${process.versions.node}`, { timeout:
   const blocks = README ? codeBlocks(readFileSync(README, 'utf8'), 'js') : [];
   blocks.forEach((block, i) => {
     it(`block ${i + 1} runs as written`, async () => {
-      const done = await run(block);
+      const done = await script(block, { baseEnv: bare }).exited;
       assert.equal(done.code, 0, `${block}\n--- stderr\n${done.stderr}`);
     });
   });

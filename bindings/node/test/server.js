@@ -46,12 +46,12 @@ const APP = fileURLToPath(new URL('..', import.meta.url));
 /**
  * Runs an ES module script in the test app: `exited` resolves with its exit
  * (code, signal, output); `onLine` sees each line it prints; `env` is added
- * to the environment.
+ * to `baseEnv` (default: this process's environment).
  */
-export function script(source, { onLine, env } = {}) {
+export function script(source, { onLine, env, baseEnv = process.env } = {}) {
   const child = spawn(process.execPath, ['--input-type=module', '-e', source], {
     cwd: APP,
-    env: { ...process.env, ...env },
+    env: { ...baseEnv, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
