@@ -13,39 +13,53 @@ fn call_json(tool: &str, args: Value) -> (Run, Value) {
 }
 
 #[test]
-#[allow(unsafe_code)] // pre_exec, for a run in a session of its own
+#[allow(unsafe_code)] // pre_exec, for runs in a session of their own
 fn the_default_backend_without_a_key_is_local_and_says_so_once_per_terminal_session() {
     let runtime = runtime_dir("notice");
-    let call = |verbose: bool, new_session: bool| {
-        let mut command = e2b_tools(&["call", "run_code", r#"{"code": "print(6 * 7)"}"#]);
+    let in_new_session = |mut command: std::process::Command| {
         command.env("XDG_RUNTIME_DIR", &runtime);
-        if verbose {
-            command.arg("-v");
-        }
-        if new_session {
-            // SAFETY: setsid is async-signal-safe.
-            unsafe {
-                command.pre_exec(|| {
-                    libc::setsid();
-                    Ok(())
-                });
-            }
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
         }
         run(command, "")
     };
-    let out = call(false, false);
-    assert_eq!(out.status, 0, "{out:?}");
-    assert!(out.stderr.contains("using the local backend"), "{out:?}");
+    // One terminal session: a shell leading a session of its own runs three
+    // calls, the last with `-v`. (The tests' own session may have its leader
+    // outside their PID namespace, as on CI's runner: there every call says
+    // it, the safe side.)
+    let code = r#"{"code": "print(6 * 7)"}"#;
+    let mut shell = std::process::Command::new("sh");
+    shell.args([
+        "-c",
+        r#"for flag in "" "" -v; do "$0" call $flag run_code "$1"; echo "exit $?" >&2; done"#,
+        env!("CARGO_BIN_EXE_e2b-tools"),
+        code,
+    ]);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("E2B_") {
+            shell.env_remove(key);
+        }
+    }
+    let session = in_new_session(shell);
     // Human rendering: the sandbox's stdout is our stdout.
-    assert_eq!(out.stdout, "42\n", "{out:?}");
-    let again = call(false, false);
-    assert_eq!(again.stdout, "42\n", "{again:?}");
+    assert_eq!(session.stdout, "42\n".repeat(3), "{session:?}");
+    let calls: Vec<&str> = session.stderr.split_inclusive("exit 0\n").collect();
+    assert_eq!(calls.len(), 3, "{session:?}");
+    let noticed = |call: &str| call.contains("using the local backend");
     assert!(
-        !again.stderr.contains("using the local backend"),
-        "{again:?}"
+        noticed(calls[0]),
+        "the first call in a session: {session:?}"
     );
-    assert!(call(true, false).stderr.contains("using the local backend"));
-    assert!(call(false, true).stderr.contains("using the local backend"));
+    assert!(!noticed(calls[1]), "the second: {session:?}");
+    assert!(noticed(calls[2]), "-v: {session:?}");
+    // Another terminal, another session: said again.
+    let other = in_new_session(e2b_tools(&["call", "run_code", code]));
+    assert_eq!(other.status, 0, "{other:?}");
+    assert!(noticed(&other.stderr), "{other:?}");
 }
 
 #[test]
