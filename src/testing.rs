@@ -107,7 +107,7 @@ pub fn python(code: &str) -> ToolCall {
 }
 
 pub fn background(command: &str, port: Option<u16>) -> ToolCall {
-    ToolCall::StartBackground(BackgroundArgs {
+    ToolCall::StartBackgroundCommand(BackgroundArgs {
         command: command.into(),
         port,
         cwd: None,

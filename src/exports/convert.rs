@@ -243,7 +243,7 @@ impl TryFrom<wit_tools::BackgroundArgs> for ToolCall {
         if a.port == Some(0) {
             return Err(ToolError::invalid(INVALID_PORT).with_command(command));
         }
-        Ok(ToolCall::StartBackground(BackgroundArgs {
+        Ok(ToolCall::StartBackgroundCommand(BackgroundArgs {
             command,
             port: a.port,
             cwd: a.cwd.filter(|c| !c.is_empty()),
@@ -512,16 +512,16 @@ macro_rules! from_output {
 }
 
 from_output! {
-    wit_tools::RunCodeOutput => ToolOutput::Code(ex) => ex.into();
-    wit_tools::CommandOutput => ToolOutput::Command(c) => c.into();
-    () => ToolOutput::Written { .. } => ();
-    String => ToolOutput::Read(r) => r.content;
-    Vec<wit_tools::DirEntry> => ToolOutput::Listed(l) => l.entries.into_iter().map(Into::into).collect();
-    wit_tools::BackgroundProcess => ToolOutput::Background(b) => b.into();
-    wit_tools::ProcessOutput => ToolOutput::ProcessOutput(p) => p.into();
-    wit_tools::StoppedProcess => ToolOutput::Stopped(s) => s.into();
-    wit_tools::Snapshot => ToolOutput::Snapshot(s) => s.into();
-    wit_tools::Forks => ToolOutput::Forked(f) => f.into();
+    wit_tools::RunCodeOutput => ToolOutput::RunCode(ex) => ex.into();
+    wit_tools::CommandOutput => ToolOutput::RunCommand(c) => c.into();
+    () => ToolOutput::WriteFile(_) => ();
+    String => ToolOutput::ReadFile(r) => r.content;
+    Vec<wit_tools::DirEntry> => ToolOutput::ListFiles(l) => l.entries.into_iter().map(Into::into).collect();
+    wit_tools::BackgroundProcess => ToolOutput::StartBackgroundCommand(b) => b.into();
+    wit_tools::ProcessOutput => ToolOutput::GetBackgroundOutput(p) => p.into();
+    wit_tools::StoppedProcess => ToolOutput::StopBackgroundCommand(s) => s.into();
+    wit_tools::Snapshot => ToolOutput::CreateSnapshot(s) => s.into();
+    wit_tools::Forks => ToolOutput::ForkSandbox(f) => f.into();
 }
 
 /// The error for another tool's output (a bug, reported, not a panic).

@@ -7,7 +7,12 @@
 use super::convert::{required, unexpected, FromOutput};
 use crate::config::{ConfigInput, Settings};
 use crate::errors::ToolError;
+use crate::tools::background::output::OutputArgs;
+use crate::tools::background::stop::StopArgs;
 use crate::tools::background::{Offsets, INVALID_PID};
+use crate::tools::list_files::ListFilesArgs;
+use crate::tools::read_file::ReadFileArgs;
+use crate::tools::write_file::WriteFileArgs;
 use crate::tools::{self, args, catalog, ToolCall};
 use crate::{output::results, session};
 
@@ -133,22 +138,22 @@ impl wit_tools::Guest for Component {
     }
 
     fn write_file(path: String, content: String) -> Result<(), wit_types::ToolError> {
-        run(ToolCall::WriteFile {
+        run(ToolCall::WriteFile(WriteFileArgs {
             path: required(path, "path")?,
             content: content.into_bytes(),
-        })
+        }))
     }
 
     fn read_file(path: String) -> Result<String, wit_types::ToolError> {
-        run(ToolCall::ReadFile {
+        run(ToolCall::ReadFile(ReadFileArgs {
             path: required(path, "path")?,
             encoding: args::Encoding::Utf8,
-        })
+        }))
     }
 
     fn list_files(path: Option<String>) -> Result<Vec<wit_tools::DirEntry>, wit_types::ToolError> {
         let path = path.filter(|p| !p.is_empty()).unwrap_or_else(|| ".".into());
-        run(ToolCall::ListFiles { path, depth: 1 })
+        run(ToolCall::ListFiles(ListFilesArgs { path, depth: 1 }))
     }
 
     fn start_background_command(
@@ -161,20 +166,20 @@ impl wit_tools::Guest for Component {
         pid: u32,
         since: Option<wit_tools::OutputOffsets>,
     ) -> Result<wit_tools::ProcessOutput, wit_types::ToolError> {
-        run(ToolCall::GetBackgroundOutput {
+        run(ToolCall::GetBackgroundOutput(OutputArgs {
             pid: positive_pid(pid)?,
             since: since.map_or_else(Offsets::default, Into::into),
-        })
+        }))
     }
 
     fn stop_background_command(
         pid: u32,
         signal: Option<wit_tools::StopSignal>,
     ) -> Result<wit_tools::StoppedProcess, wit_types::ToolError> {
-        run(ToolCall::StopBackground {
+        run(ToolCall::StopBackgroundCommand(StopArgs {
             pid: positive_pid(pid)?,
             signal: signal.map(Into::into).unwrap_or_default(),
-        })
+        }))
     }
 
     fn create_snapshot(name: Option<String>) -> Result<wit_tools::Snapshot, wit_types::ToolError> {

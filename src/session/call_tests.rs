@@ -15,7 +15,7 @@ fn the_heartbeat_refreshes_every_half_ttl_while_a_call_runs() {
     steps.extend(exited(0));
     ctx.platform.route(START, vec![Answer::steps(200, steps)]);
     let out = run(&ctx.platform.clock, execute(&ctx, command("make", Some(0)))).unwrap();
-    let ToolOutput::Command(out) = out else {
+    let ToolOutput::RunCommand(out) = out else {
         panic!("{out:?}")
     };
     assert_eq!((out.stdout.as_str(), out.exit_code), ("done\n", 0));
@@ -120,10 +120,10 @@ fn a_busy_api_and_a_reset_listing_are_retried_with_backoff() {
         list,
         vec![Answer::reset(), Answer::new(200, r#"{"entries":[]}"#)],
     );
-    let call = ToolCall::ListFiles {
+    let call = ToolCall::ListFiles(crate::tools::list_files::ListFilesArgs {
         path: "/".into(),
         depth: 1,
-    };
+    });
     run(&ctx.platform.clock, execute(&ctx, call)).unwrap();
     // 50 ms of backoff (the jitter is 0 here), then the Retry-After.
     assert_eq!(ctx.platform.sent_ms(CREATE), vec![0, 50, 2_050]);

@@ -51,7 +51,7 @@ fn forks_are_addressed_by_id_and_killed_with_the_session() {
         vec![Answer::new(204, "")],
     );
     call(&ctx, "run_command", r#"{"command": "true"}"#).unwrap();
-    let ToolOutput::Forked(forks) =
+    let ToolOutput::ForkSandbox(forks) =
         call(&ctx, "fork_sandbox", r#"{"count": 3, "timeout": 120}"#).unwrap()
     else {
         panic!()
@@ -202,14 +202,18 @@ fn a_fork_where_none_started_fails_and_snapshots_answer_their_id() {
         err.message
     );
     assert!(ctx.snapshot().forks.is_empty());
-    let ToolOutput::Snapshot(snap) = call(&ctx, "create_snapshot", r#"{"name": "try"}"#).unwrap()
+    let ToolOutput::CreateSnapshot(snap) =
+        call(&ctx, "create_snapshot", r#"{"name": "try"}"#).unwrap()
     else {
         panic!()
     };
     assert_eq!(snap.snapshot_id, "local/try:default");
     assert_eq!(ctx.platform.bodies(SNAPSHOT), [r#"{"name":"try"}"#]);
-    let dict: serde_json::Value =
-        serde_json::from_str(&tools::success_json(&ToolOutput::Snapshot(snap), false)).unwrap();
+    let dict: serde_json::Value = serde_json::from_str(&tools::success_json(
+        &ToolOutput::CreateSnapshot(snap),
+        false,
+    ))
+    .unwrap();
     assert_eq!(
         dict,
         serde_json::json!({"snapshot_id": "local/try:default", "names": ["local/try:default"], "success": true})

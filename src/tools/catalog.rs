@@ -219,7 +219,7 @@ mod tests {
         use crate::tools::run_command::CommandOutput;
         use crate::tools::{success_json, ToolOutput};
         let listed = |with_paths, omitted| {
-            ToolOutput::Listed(Listing {
+            ToolOutput::ListFiles(Listing {
                 path: ".".into(),
                 entries: vec![ListedEntry {
                     name: "a".into(),
@@ -231,7 +231,7 @@ mod tests {
             })
         };
         let background = |readiness, exit_code| {
-            ToolOutput::Background(BackgroundOutput {
+            ToolOutput::StartBackgroundCommand(BackgroundOutput {
                 command: "serve".into(),
                 pid: 3,
                 preview_url: Some("https://8000-sbx.e2b.app".into()),
@@ -244,7 +244,7 @@ mod tests {
         let outputs = [
             (
                 "run_code",
-                ToolOutput::Code(Execution {
+                ToolOutput::RunCode(Execution {
                     stdout: "1".into(),
                     stderr: String::new(),
                     text: "2".into(),
@@ -258,17 +258,20 @@ mod tests {
             ),
             (
                 "run_command",
-                ToolOutput::Command(CommandOutput {
+                ToolOutput::RunCommand(CommandOutput {
                     command: "ls".into(),
                     stdout: String::new(),
                     stderr: String::new(),
                     exit_code: 2,
                 }),
             ),
-            ("write_file", ToolOutput::Written { path: "a".into() }),
+            (
+                "write_file",
+                ToolOutput::WriteFile(crate::tools::write_file::Written { path: "a".into() }),
+            ),
             (
                 "read_file",
-                ToolOutput::Read(ReadOutput {
+                ToolOutput::ReadFile(ReadOutput {
                     path: "a".into(),
                     content: "AA==".into(),
                     encoding: Encoding::Base64,
@@ -277,7 +280,7 @@ mod tests {
             ),
             (
                 "read_file",
-                ToolOutput::Read(ReadOutput {
+                ToolOutput::ReadFile(ReadOutput {
                     path: "a".into(),
                     content: "\u{FFFD}".into(),
                     encoding: Encoding::Utf8,
@@ -297,7 +300,7 @@ mod tests {
             ),
             (
                 "get_background_output",
-                ToolOutput::ProcessOutput(ProcessOutput {
+                ToolOutput::GetBackgroundOutput(ProcessOutput {
                     pid: 3,
                     state: ProcessState::Exited,
                     exit_code: None,
@@ -311,7 +314,7 @@ mod tests {
             ),
             (
                 "stop_background_command",
-                ToolOutput::Stopped(StoppedProcess {
+                ToolOutput::StopBackgroundCommand(StoppedProcess {
                     pid: 3,
                     exit_code: Some(-1),
                     signal: Some(StopSignal::Kill),
@@ -319,14 +322,14 @@ mod tests {
             ),
             (
                 "create_snapshot",
-                ToolOutput::Snapshot(e2b_wire::api::SnapshotInfo {
+                ToolOutput::CreateSnapshot(e2b_wire::api::SnapshotInfo {
                     snapshot_id: "local/try:default".into(),
                     names: vec!["local/try:default".into()],
                 }),
             ),
             (
                 "fork_sandbox",
-                ToolOutput::Forked(crate::tools::fork_sandbox::Forks {
+                ToolOutput::ForkSandbox(crate::tools::fork_sandbox::Forks {
                     sandbox_ids: vec!["f1".into()],
                     errors: vec![crate::errors::Failure::new(
                         crate::errors::ErrorKind::RateLimited,

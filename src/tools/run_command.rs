@@ -8,6 +8,7 @@ use super::exec::{
     deadline_failure, pump_reporting, report_progress, start, OpError, DEADLINE_GRACE_MS,
 };
 use super::spec::{ToolSpec, RUNS_CODE};
+use super::tool::Tool;
 use crate::config::{Settings, ToolName};
 use crate::errors::{ErrorKind, Failure, ToolError};
 use crate::output::progress::LatestLine;
@@ -18,17 +19,125 @@ use crate::protocol::envd::{self, ProcessStream, StartSpec};
 use crate::session::platform::Platform;
 use crate::session::Ctx;
 
-/// `run_command`'s entry in the catalog.
-pub const SPEC: ToolSpec = ToolSpec {
-    tool: ToolName::RunCommand,
-    title: "Run a shell command",
-    hints: RUNS_CODE,
-    description: "Run a shell command inside an isolated E2B sandbox and return its stdout, stderr, and exit code. Use this for shell tasks such as installing packages or inspecting the filesystem. cwd and env vars do not persist between calls.",
-    parameters_schema: include_str!("../schemas/run_command.json"),
-    result_schema: include_str!("../schemas/results/run_command.json"),
-    failure_prefix: "Failed to run command: ",
-    instruction: "run_command (bash -l -c; returns stdout, stderr, exit_code; default timeout 60 s)",
-};
+/// `run_command`: a shell command in the sandbox.
+pub struct RunCommand;
+
+impl Tool for RunCommand {
+    const SPEC: ToolSpec = ToolSpec {
+        tool: ToolName::RunCommand,
+        title: "Run a shell command",
+        hints: RUNS_CODE,
+        description: "Run a shell command inside an isolated E2B sandbox and return its stdout, stderr, and exit code. Use this for shell tasks such as installing packages or inspecting the filesystem. cwd and env vars do not persist between calls.",
+        parameters_schema: include_str!("../schemas/run_command.json"),
+        result_schema: include_str!("../schemas/results/run_command.json"),
+        failure_prefix: "Failed to run command: ",
+        instruction: "run_command (bash -l -c; returns stdout, stderr, exit_code; default timeout 60 s)",
+    };
+
+    type Input = RunCommandArgs;
+    type Output = CommandOutput;
+
+    /// Parses `run_command`'s arguments; a failure echoes the command.
+    fn parse(args: &mut Args) -> Result<RunCommandArgs, ToolError> {
+        let command = require_str(args, "command", false)?;
+        let echo = |e: ToolError| e.with_command(command.clone());
+        Ok(RunCommandArgs {
+            cwd: cwd(args).map_err(echo)?,
+            envs: envs(args).map_err(echo)?,
+            timeout_ms: timeout_ms(args).map_err(echo)?,
+            command,
+        })
+    }
+
+    /// Adds the command to an error.
+    fn echo(a: &RunCommandArgs, err: ToolError) -> ToolError {
+        err.with_command(a.command.clone())
+    }
+
+    /// Runs the command to its end, its deadline or a cancellation (which
+    /// kills it: envd keeps a process whose stream is gone).
+    async fn run<P: Platform>(
+        ctx: &Ctx<P>,
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        a: &mut RunCommandArgs,
+    ) -> Result<CommandOutput, OpError> {
+        let timeout = a.timeout_ms.unwrap_or(RUN_COMMAND_TIMEOUT_MS);
+        let spec = StartSpec {
+            command: a.command.clone(),
+            cwd: a.cwd.clone(),
+            envs: a.envs.clone(),
+            timeout_ms: (timeout > 0).then_some(timeout),
+        };
+        let local_deadline = if timeout > 0 {
+            timeout + DEADLINE_GRACE_MS
+        } else {
+            0
+        };
+        let secrets = ctx.secrets();
+        let mut stream = ProcessStream::new(settings.max_output_bytes).redacting(&secrets);
+        if settings.progress {
+            stream.latest = Some(LatestLine::default());
+        }
+        let outcome = ctx
+            .with_deadline(
+                local_deadline,
+                async {
+                    let mut body = start(ctx, settings, sandbox, &spec).await?;
+                    pump_reporting(&mut body, &mut stream, ProcessStream::is_done, |latest| {
+                        report_progress(ctx, &secrets, "run_command", latest)
+                    })
+                    .await
+                },
+                deadline_failure,
+            )
+            .await;
+        let exit_code = outcome.and_then(|()| stream.outcome());
+        if let (Err(f), Some(pid)) = (&exit_code, stream.pid) {
+            if f.kind == ErrorKind::Cancelled {
+                // envd keeps a process whose stream is gone: kill it.
+                let req = envd::kill_process_request(settings, sandbox, pid);
+                let _ = ctx.exchange(settings, &req).await;
+                let failure = Failure::new(
+                    ErrorKind::Cancelled,
+                    format!("cancelled by the client; process {pid} was killed"),
+                );
+                return Err((failure, stream.partial_output()));
+            }
+        }
+        match exit_code {
+            Ok(exit_code) => Ok(CommandOutput {
+                command: a.command.clone(),
+                stdout: stream.out.stdout.finish(),
+                stderr: stream.out.stderr.finish(),
+                exit_code,
+            }),
+            Err(f) => {
+                let partial = stream.partial_output();
+                Err((f, partial))
+            }
+        }
+    }
+
+    /// Removes secrets from every text of the output.
+    fn redact(c: CommandOutput, secrets: &Secrets) -> CommandOutput {
+        let r = |s: String| secrets.redact(&s);
+        CommandOutput {
+            command: r(c.command),
+            stdout: r(c.stdout),
+            stderr: r(c.stderr),
+            exit_code: c.exit_code,
+        }
+    }
+
+    /// e2b-adk's dict keys.
+    fn dict(c: &CommandOutput, _rich: bool, obj: OrderedObject) -> OrderedObject {
+        obj.put("command", c.command.as_str())
+            .put("stdout", c.stdout.as_str())
+            .put("stderr", c.stderr.as_str())
+            .put("exit_code", c.exit_code)
+    }
+}
 
 /// Default timeout of run_command (the SDK's `commands.run`).
 const RUN_COMMAND_TIMEOUT_MS: u64 = 60_000;
@@ -57,102 +166,6 @@ pub struct CommandOutput {
     pub stderr: String,
     /// Exit code (-1 when killed by a signal).
     pub exit_code: i32,
-}
-
-/// Parses `run_command`'s arguments; a failure echoes the command.
-pub(crate) fn parse(args: &mut Args) -> Result<RunCommandArgs, ToolError> {
-    let command = require_str(args, "command", false)?;
-    let echo = |e: ToolError| e.with_command(command.clone());
-    Ok(RunCommandArgs {
-        cwd: cwd(args).map_err(echo)?,
-        envs: envs(args).map_err(echo)?,
-        timeout_ms: timeout_ms(args).map_err(echo)?,
-        command,
-    })
-}
-
-/// Runs the command to its end, its deadline or a cancellation (which
-/// kills it: envd keeps a process whose stream is gone).
-pub(crate) async fn run<P: Platform>(
-    ctx: &Ctx<P>,
-    settings: &Settings,
-    sandbox: &SandboxHandle,
-    a: &RunCommandArgs,
-) -> Result<CommandOutput, OpError> {
-    let timeout = a.timeout_ms.unwrap_or(RUN_COMMAND_TIMEOUT_MS);
-    let spec = StartSpec {
-        command: a.command.clone(),
-        cwd: a.cwd.clone(),
-        envs: a.envs.clone(),
-        timeout_ms: (timeout > 0).then_some(timeout),
-    };
-    let local_deadline = if timeout > 0 {
-        timeout + DEADLINE_GRACE_MS
-    } else {
-        0
-    };
-    let secrets = ctx.secrets();
-    let mut stream = ProcessStream::new(settings.max_output_bytes).redacting(&secrets);
-    if settings.progress {
-        stream.latest = Some(LatestLine::default());
-    }
-    let outcome = ctx
-        .with_deadline(
-            local_deadline,
-            async {
-                let mut body = start(ctx, settings, sandbox, &spec).await?;
-                pump_reporting(&mut body, &mut stream, ProcessStream::is_done, |latest| {
-                    report_progress(ctx, &secrets, "run_command", latest)
-                })
-                .await
-            },
-            deadline_failure,
-        )
-        .await;
-    let exit_code = outcome.and_then(|()| stream.outcome());
-    if let (Err(f), Some(pid)) = (&exit_code, stream.pid) {
-        if f.kind == ErrorKind::Cancelled {
-            // envd keeps a process whose stream is gone: kill it.
-            let req = envd::kill_process_request(settings, sandbox, pid);
-            let _ = ctx.exchange(settings, &req).await;
-            let failure = Failure::new(
-                ErrorKind::Cancelled,
-                format!("cancelled by the client; process {pid} was killed"),
-            );
-            return Err((failure, stream.partial_output()));
-        }
-    }
-    match exit_code {
-        Ok(exit_code) => Ok(CommandOutput {
-            command: a.command.clone(),
-            stdout: stream.out.stdout.finish(),
-            stderr: stream.out.stderr.finish(),
-            exit_code,
-        }),
-        Err(f) => {
-            let partial = stream.partial_output();
-            Err((f, partial))
-        }
-    }
-}
-
-/// e2b-adk's dict keys.
-pub(crate) fn dict(c: &CommandOutput, obj: OrderedObject) -> OrderedObject {
-    obj.put("command", c.command.as_str())
-        .put("stdout", c.stdout.as_str())
-        .put("stderr", c.stderr.as_str())
-        .put("exit_code", c.exit_code)
-}
-
-/// Removes secrets from every text of the output.
-pub(crate) fn redact(c: CommandOutput, secrets: &Secrets) -> CommandOutput {
-    let r = |s: String| secrets.redact(&s);
-    CommandOutput {
-        command: r(c.command),
-        stdout: r(c.stdout),
-        stderr: r(c.stderr),
-        exit_code: c.exit_code,
-    }
 }
 
 #[cfg(test)]
@@ -225,7 +238,7 @@ mod tests {
                 r#"{"progress":{"line":"step 2 <redacted>","tool":"run_command"}}"#,
             ]
         );
-        let ToolOutput::Command(out) = out else {
+        let ToolOutput::RunCommand(out) = out else {
             panic!("{out:?}")
         };
         assert_eq!(out.stdout, "step 1\nstep 2 <redacted>\nstep 3\n");

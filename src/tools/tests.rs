@@ -4,9 +4,15 @@
 use super::*;
 use crate::errors::ErrorKind;
 use crate::protocol::envd::{EntryKind, ListedEntry};
+use crate::protocol::interpreter::Execution;
 use crate::session::platform::fake::run;
 use crate::testing::*;
-use crate::tools::background::start::Readiness;
+use crate::tools::args::Encoding;
+use crate::tools::background::script::{ProcessOutput, StoppedProcess};
+use crate::tools::background::start::{BackgroundOutput, Readiness};
+use crate::tools::list_files::Listing;
+use crate::tools::read_file::ReadOutput;
+use crate::tools::run_command::CommandOutput;
 
 #[test]
 fn every_name_parses_to_its_tool_and_nothing_else_does() {
@@ -38,10 +44,10 @@ fn required_arguments_use_e2b_adk_messages() {
     assert_eq!(err.path.as_deref(), Some("/a"));
     assert_eq!(
         parse_call("write_file", r#"{"path": "/a", "content": ""}"#).unwrap(),
-        ToolCall::WriteFile {
+        ToolCall::WriteFile(crate::tools::write_file::WriteFileArgs {
             path: "/a".into(),
             content: Vec::new()
-        }
+        })
     );
     let err = parse_call("read_file", r#"{"path": 5}"#).unwrap_err();
     assert_eq!(err.message, "Missing or invalid required argument: path");
@@ -56,10 +62,10 @@ fn files_take_an_encoding_and_refuse_bad_base64() {
     );
     assert_eq!(
         call.unwrap(),
-        ToolCall::WriteFile {
+        ToolCall::WriteFile(crate::tools::write_file::WriteFileArgs {
             path: "b".into(),
             content: vec![0, 1, 2, 255]
-        }
+        })
     );
     let err = parse_call(
         "write_file",
@@ -80,10 +86,10 @@ fn files_take_an_encoding_and_refuse_bad_base64() {
     ] {
         assert_eq!(
             parse_call("read_file", json).unwrap(),
-            ToolCall::ReadFile {
+            ToolCall::ReadFile(crate::tools::read_file::ReadFileArgs {
                 path: "b".into(),
                 encoding: want
-            },
+            }),
             "{json}"
         );
     }
@@ -117,24 +123,24 @@ fn defaults_and_normalization() {
     }
     assert_eq!(
         parse_call("list_files", "{}").unwrap(),
-        ToolCall::ListFiles {
+        ToolCall::ListFiles(crate::tools::list_files::ListFilesArgs {
             path: ".".into(),
             depth: 1
-        }
+        })
     );
     assert_eq!(
         parse_call("list_files", r#"{"path": ""}"#).unwrap(),
-        ToolCall::ListFiles {
+        ToolCall::ListFiles(crate::tools::list_files::ListFilesArgs {
             path: ".".into(),
             depth: 1
-        }
+        })
     );
     assert_eq!(
         parse_call("list_files", "").unwrap(),
-        ToolCall::ListFiles {
+        ToolCall::ListFiles(crate::tools::list_files::ListFilesArgs {
             path: ".".into(),
             depth: 1
-        }
+        })
     );
 }
 
@@ -160,24 +166,24 @@ fn malformed_input_never_panics() {
 #[test]
 fn prefixes_and_echoes_follow_e2b_adk() {
     let call = parse_call("read_file", r#"{"path": "/tmp/x"}"#).unwrap();
-    assert_eq!(failure_prefix(&call), "Failed to read file: ");
-    let err = echo(&call, ToolError::invalid("e"));
+    assert_eq!(call.failure_prefix(), "Failed to read file: ");
+    let err = call.echo(ToolError::invalid("e"));
     assert_eq!(err.path.as_deref(), Some("/tmp/x"));
     let call = parse_call("start_background_command", r#"{"command": "srv"}"#).unwrap();
-    assert_eq!(failure_prefix(&call), "Failed to start command: ");
+    assert_eq!(call.failure_prefix(), "Failed to start command: ");
     assert_eq!(
-        echo(&call, ToolError::invalid("e")).command.as_deref(),
+        call.echo(ToolError::invalid("e")).command.as_deref(),
         Some("srv")
     );
     let call = parse_call("run_code", r#"{"code": "1"}"#).unwrap();
-    let err = echo(&call, ToolError::invalid("e"));
+    let err = call.echo(ToolError::invalid("e"));
     assert!(err.path.is_none() && err.command.is_none());
 }
 
 #[test]
 fn redaction_covers_outputs_and_errors() {
     let out = redact_output(
-        ToolOutput::Command(CommandOutput {
+        ToolOutput::RunCommand(CommandOutput {
             command: "env".into(),
             stdout: "E2B_API_KEY=e2b_supersecret\n".into(),
             stderr: String::new(),
@@ -186,7 +192,7 @@ fn redaction_covers_outputs_and_errors() {
         &Secrets::new(["e2b_supersecret"]),
     );
     match out {
-        ToolOutput::Command(c) => assert_eq!(c.stdout, "E2B_API_KEY=<redacted>\n"),
+        ToolOutput::RunCommand(c) => assert_eq!(c.stdout, "E2B_API_KEY=<redacted>\n"),
         other => panic!("{other:?}"),
     }
     let err = redact_error(
@@ -199,10 +205,10 @@ fn redaction_covers_outputs_and_errors() {
 #[test]
 fn a_disabled_tool_is_refused_before_anything_is_sent() {
     let ctx = ctx(300);
-    let call = ToolCall::StopBackground {
+    let call = ToolCall::StopBackgroundCommand(crate::tools::background::stop::StopArgs {
         pid: 5,
         signal: Default::default(),
-    };
+    });
     let err = run(&ctx.platform.clock, execute(&ctx, call)).unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidArgument);
     assert!(
@@ -217,7 +223,7 @@ fn a_disabled_tool_is_refused_before_anything_is_sent() {
 
 #[test]
 fn success_dicts_match_appendix_b() {
-    let code = ToolOutput::Code(Execution {
+    let code = ToolOutput::RunCode(Execution {
         stdout: "stdout works\n".into(),
         text: "42".into(),
         ..Default::default()
@@ -230,7 +236,7 @@ fn success_dicts_match_appendix_b() {
         success_json(&code, true),
         r#"{"stdout":"stdout works\n","stderr":"","text":"42","error":"","results":[],"success":true}"#
     );
-    let cmd = ToolOutput::Command(CommandOutput {
+    let cmd = ToolOutput::RunCommand(CommandOutput {
         command: "fail now".into(),
         stdout: String::new(),
         stderr: "boom\n".into(),
@@ -240,7 +246,7 @@ fn success_dicts_match_appendix_b() {
         success_json(&cmd, false),
         r#"{"command":"fail now","stdout":"","stderr":"boom\n","exit_code":2,"success":true}"#
     );
-    let read = ToolOutput::Read(ReadOutput {
+    let read = ToolOutput::ReadFile(ReadOutput {
         path: "/tmp/a.txt".into(),
         content: "héllo".into(),
         encoding: Encoding::Utf8,
@@ -250,7 +256,7 @@ fn success_dicts_match_appendix_b() {
         success_json(&read, false),
         r#"{"path":"/tmp/a.txt","content":"héllo","success":true}"#
     );
-    let binary = ToolOutput::Read(ReadOutput {
+    let binary = ToolOutput::ReadFile(ReadOutput {
         path: "b".into(),
         content: "AP8=".into(),
         encoding: Encoding::Base64,
@@ -260,14 +266,14 @@ fn success_dicts_match_appendix_b() {
         success_json(&binary, false),
         r#"{"path":"b","content":"AP8=","encoding":"base64","success":true}"#
     );
-    let garbled = ToolOutput::Read(ReadOutput {
+    let garbled = ToolOutput::ReadFile(ReadOutput {
         path: "b".into(),
         content: "\u{FFFD}".into(),
         encoding: Encoding::Utf8,
         invalid_utf8: true,
     });
     assert!(success_json(&garbled, false).contains(r#""invalid_utf8":true,"success":true"#));
-    let listed = ToolOutput::Listed(Listing {
+    let listed = ToolOutput::ListFiles(Listing {
         path: "/tmp".into(),
         entries: vec![
             ListedEntry {
@@ -290,9 +296,9 @@ fn success_dicts_match_appendix_b() {
     );
     assert_eq!(
         success_json(
-            &ToolOutput::Written {
+            &ToolOutput::WriteFile(crate::tools::write_file::Written {
                 path: "/tmp/a.txt".into()
-            },
+            }),
             false
         ),
         r#"{"path":"/tmp/a.txt","success":true}"#
@@ -303,7 +309,7 @@ fn success_dicts_match_appendix_b() {
 fn background_control_dicts() {
     use crate::tools::background::script::ProcessState;
     use crate::tools::background::{Offsets, StopSignal};
-    let out = ToolOutput::ProcessOutput(ProcessOutput {
+    let out = ToolOutput::GetBackgroundOutput(ProcessOutput {
         pid: 4,
         state: ProcessState::Running,
         exit_code: None,
@@ -318,7 +324,7 @@ fn background_control_dicts() {
         success_json(&out, false),
         r#"{"pid":4,"state":"running","exit_code":null,"stdout":"GET /\n","stderr":"","next_since":{"stderr":0,"stdout":6},"success":true}"#
     );
-    let stopped = ToolOutput::Stopped(StoppedProcess {
+    let stopped = ToolOutput::StopBackgroundCommand(StoppedProcess {
         pid: 4,
         exit_code: Some(-1),
         signal: Some(StopSignal::Term),
@@ -341,20 +347,20 @@ fn background_dicts() {
         stderr: String::new(),
     };
     assert_eq!(
-        success_json(&ToolOutput::Background(b.clone()), false),
+        success_json(&ToolOutput::StartBackgroundCommand(b.clone()), false),
         r#"{"command":"srv","pid":4321,"preview_url":null,"success":true}"#
     );
     b.preview_url = Some("https://8000-isbx123.e2b.app".into());
     b.readiness = Some(Readiness::Ready);
     assert_eq!(
-        success_json(&ToolOutput::Background(b.clone()), false),
+        success_json(&ToolOutput::StartBackgroundCommand(b.clone()), false),
         r#"{"command":"srv","pid":4321,"preview_url":"https://8000-isbx123.e2b.app","readiness":"ready","success":true}"#
     );
     b.readiness = Some(Readiness::Exited);
     b.exit_code = Some(127);
     b.stderr = "srv: command not found\n".into();
     assert_eq!(
-        success_json(&ToolOutput::Background(b), false),
+        success_json(&ToolOutput::StartBackgroundCommand(b), false),
         r#"{"command":"srv","pid":4321,"preview_url":"https://8000-isbx123.e2b.app","readiness":"exited","exit_code":127,"stdout":"","stderr":"srv: command not found\n","success":true}"#
     );
 }

@@ -147,21 +147,21 @@ mod tests {
         .unwrap();
         assert_eq!(
             call,
-            ToolCall::GetBackgroundOutput {
+            ToolCall::GetBackgroundOutput(crate::tools::background::output::OutputArgs {
                 pid: 7,
                 since: Offsets {
                     stdout: 10,
                     stderr: 0
                 }
-            }
+            })
         );
         let call = parse_call("stop_background_command", r#"{"pid": 7, "signal": "int"}"#);
         assert_eq!(
             call.unwrap(),
-            ToolCall::StopBackground {
+            ToolCall::StopBackgroundCommand(crate::tools::background::stop::StopArgs {
                 pid: 7,
                 signal: StopSignal::Int
-            }
+            })
         );
         for (tool, args, message) in [
             (GET, r#"{}"#, "Missing or invalid required argument: pid"),

@@ -17,19 +17,183 @@ use crate::session::Ctx;
 use crate::tools::args::{cwd, envs, require_str, timeout_ms, Args};
 use crate::tools::exec::{pump, start, OpError};
 use crate::tools::spec::{ToolSpec, RUNS_CODE};
+use crate::tools::tool::Tool;
 
-/// `start_background_command`'s entry in the catalog.
-pub const SPEC: ToolSpec = ToolSpec {
-    tool: ToolName::StartBackgroundCommand,
-    title: "Start a background command",
-    hints: RUNS_CODE,
-    description: "Start a long-running command (such as a web/dev server) inside an isolated E2B sandbox and return immediately with its process id. Provide a port to also get a preview URL for the exposed service; the call then waits (up to 10 seconds by default) until the port accepts connections and says whether the service is ready, not listening yet, or exited (with its output so far). Without a port it watches for a second for an early exit.",
-    parameters_schema: include_str!("../../schemas/start_background_command.json"),
-    result_schema: include_str!("../../schemas/results/start_background_command.json"),
-    failure_prefix: "Failed to start command: ",
-    instruction: "start_background_command (servers and other \
-long-running processes; give a port to get a preview URL and a readiness check)",
-};
+/// `start_background_command`: a command left running, its pid returned.
+pub struct StartBackgroundCommand;
+
+impl Tool for StartBackgroundCommand {
+    const SPEC: ToolSpec = ToolSpec {
+        tool: ToolName::StartBackgroundCommand,
+        title: "Start a background command",
+        hints: RUNS_CODE,
+        description: "Start a long-running command (such as a web/dev server) inside an isolated E2B sandbox and return immediately with its process id. Provide a port to also get a preview URL for the exposed service; the call then waits (up to 10 seconds by default) until the port accepts connections and says whether the service is ready, not listening yet, or exited (with its output so far). Without a port it watches for a second for an early exit.",
+        parameters_schema: include_str!("../../schemas/start_background_command.json"),
+        result_schema: include_str!("../../schemas/results/start_background_command.json"),
+        failure_prefix: "Failed to start command: ",
+        instruction: "start_background_command (servers and other \
+    long-running processes; give a port to get a preview URL and a readiness check)",
+    };
+
+    type Input = BackgroundArgs;
+    type Output = BackgroundOutput;
+
+    /// Parses `start_background_command`'s arguments; a failure echoes the
+    /// command.
+    fn parse(args: &mut Args) -> Result<BackgroundArgs, ToolError> {
+        let command = require_str(args, "command", false)?;
+        let echo = |e: ToolError| e.with_command(command.clone());
+        Ok(BackgroundArgs {
+            port: port(args).map_err(echo)?,
+            cwd: cwd(args).map_err(echo)?,
+            envs: envs(args).map_err(echo)?,
+            timeout_ms: timeout_ms(args).map_err(echo)?,
+            command,
+        })
+    }
+
+    /// Adds the command to an error.
+    fn echo(a: &BackgroundArgs, err: ToolError) -> ToolError {
+        err.with_command(a.command.clone())
+    }
+
+    /// Starts the command and watches it: for the port to accept
+    /// connections (with a port), or a second for an early exit.
+    async fn run<P: Platform>(
+        ctx: &Ctx<P>,
+        settings: &Settings,
+        sandbox: &SandboxHandle,
+        a: &mut BackgroundArgs,
+    ) -> Result<BackgroundOutput, OpError> {
+        let command = if settings.tools.controls_background() {
+            script::wrap(&a.command)
+        } else {
+            a.command.clone()
+        };
+        let spec = StartSpec {
+            command,
+            cwd: a.cwd.clone(),
+            envs: a.envs.clone(),
+            timeout_ms: a.timeout_ms.filter(|ms| *ms > 0),
+        };
+        let mut stream = ProcessStream::new(settings.max_output_bytes).redacting(&ctx.secrets());
+        // Wait for the `start` event within the request timeout.
+        let started = ctx
+            .with_deadline(
+                u64::from(settings.request_timeout_ms),
+                async {
+                    let mut body = start(ctx, settings, sandbox, &spec).await?;
+                    pump(&mut body, &mut stream, |s| s.pid.is_some() || s.is_done()).await?;
+                    Ok(body)
+                },
+                || {
+                    Failure::new(
+                        ErrorKind::Timeout,
+                        "Request timed out: the stream didn't open within 'request_timeout'",
+                    )
+                },
+            )
+            .await;
+        let mut body = match started {
+            Ok(body) => body,
+            Err(f) => return Err((f, stream.partial_output())),
+        };
+        let Some(pid) = stream.pid else {
+            let failure = stream.outcome().err().unwrap_or_else(|| {
+                Failure::new(
+                    ErrorKind::Internal,
+                    "Failed to start process: expected start event, got nothing",
+                )
+            });
+            return Err((failure, stream.partial_output()));
+        };
+
+        let mut readiness = None;
+        let watch_ms = match a.port {
+            // The probe ends itself after the readiness wait; this bounds a
+            // probe request that hangs.
+            Some(_) => u64::from(settings.readiness_timeout_ms) + 10_000,
+            None => EARLY_EXIT_WATCH_MS,
+        };
+        // Keep reading the stream (an early exit) while probing the port.
+        let watch = async {
+            match pump(&mut body, &mut stream, |s| s.end.is_some() || s.is_done()).await {
+                Ok(()) => Some(Readiness::Exited),
+                // A broken stream says nothing about the process (envd keeps
+                // it running): let the probe or the timer decide.
+                Err(_) => futures_lite::future::pending().await,
+            }
+        };
+        let probe = async {
+            match a.port {
+                Some(port) => Some(probe_port(ctx, settings, sandbox, port).await),
+                None => {
+                    ctx.platform.sleep_ns(watch_ms * 1_000_000).await;
+                    None
+                }
+            }
+        };
+        let timer = async {
+            ctx.platform.sleep_ns((watch_ms + 1_000) * 1_000_000).await;
+            a.port.map(|_| Readiness::NotListening)
+        };
+        let verdict = futures_lite::future::or(watch, futures_lite::future::or(probe, timer)).await;
+        let exited = stream.end.is_some() || stream.is_done();
+        if exited || verdict == Some(Readiness::Exited) {
+            readiness = Some(Readiness::Exited);
+        } else if a.port.is_some() {
+            readiness = verdict.or(Some(Readiness::NotListening));
+        }
+        drop(body);
+        let exit_code = match readiness {
+            Some(Readiness::Exited) => Some(stream.end.as_ref().map_or(-1, |e| e.exit_code)),
+            _ => None,
+        };
+        Ok(BackgroundOutput {
+            command: a.command.clone(),
+            pid,
+            preview_url: a
+                .port
+                .map(|port| settings.preview_url(&sandbox.id, port, sandbox.domain.as_deref())),
+            readiness,
+            exit_code,
+            stdout: stream.out.stdout.finish(),
+            stderr: stream.out.stderr.finish(),
+        })
+    }
+
+    /// Removes secrets from every text of the output.
+    fn redact(b: BackgroundOutput, secrets: &Secrets) -> BackgroundOutput {
+        let r = |s: String| secrets.redact(&s);
+        BackgroundOutput {
+            command: r(b.command),
+            preview_url: b.preview_url.map(r),
+            stdout: r(b.stdout),
+            stderr: r(b.stderr),
+            ..b
+        }
+    }
+
+    /// e2b-adk's dict; the output so far only when not ready.
+    fn dict(b: &BackgroundOutput, _rich: bool, obj: OrderedObject) -> OrderedObject {
+        let mut obj = obj
+            .put("command", b.command.as_str())
+            .put("pid", b.pid)
+            .put("preview_url", b.preview_url.clone());
+        if let Some(readiness) = b.readiness {
+            obj = obj.put("readiness", readiness.as_str());
+            if readiness == Readiness::Exited {
+                obj = obj.put("exit_code", b.exit_code);
+            }
+            if readiness != Readiness::Ready {
+                obj = obj
+                    .put("stdout", b.stdout.as_str())
+                    .put("stderr", b.stderr.as_str());
+            }
+        }
+        obj
+    }
+}
 
 /// How long a start without a port watches for an early exit.
 const EARLY_EXIT_WATCH_MS: u64 = 1_000;
@@ -108,131 +272,12 @@ pub(crate) fn port(args: &Map<String, Value>) -> Result<Option<u16>, ToolError> 
     }
 }
 
-/// Parses `start_background_command`'s arguments; a failure echoes the
-/// command.
-pub(crate) fn parse(args: &mut Args) -> Result<BackgroundArgs, ToolError> {
-    let command = require_str(args, "command", false)?;
-    let echo = |e: ToolError| e.with_command(command.clone());
-    Ok(BackgroundArgs {
-        port: port(args).map_err(echo)?,
-        cwd: cwd(args).map_err(echo)?,
-        envs: envs(args).map_err(echo)?,
-        timeout_ms: timeout_ms(args).map_err(echo)?,
-        command,
-    })
-}
-
 /// 127.0.0.1:`port` accepts a connection, 1 after about `wait_ms`.
 pub fn readiness_probe_script(port: u16, wait_ms: u32) -> String {
     let attempts = (wait_ms / 200).max(1);
     format!(
         "for ((i=0;i<{attempts};i++)); do (: </dev/tcp/127.0.0.1/{port}) >/dev/null 2>&1 && exit 0; sleep 0.2; done; exit 1"
     )
-}
-
-/// Starts the command and watches it: for the port to accept
-/// connections (with a port), or a second for an early exit.
-pub(crate) async fn run<P: Platform>(
-    ctx: &Ctx<P>,
-    settings: &Settings,
-    sandbox: &SandboxHandle,
-    a: &BackgroundArgs,
-) -> Result<BackgroundOutput, OpError> {
-    let command = if settings.tools.controls_background() {
-        script::wrap(&a.command)
-    } else {
-        a.command.clone()
-    };
-    let spec = StartSpec {
-        command,
-        cwd: a.cwd.clone(),
-        envs: a.envs.clone(),
-        timeout_ms: a.timeout_ms.filter(|ms| *ms > 0),
-    };
-    let mut stream = ProcessStream::new(settings.max_output_bytes).redacting(&ctx.secrets());
-    // Wait for the `start` event within the request timeout.
-    let started = ctx
-        .with_deadline(
-            u64::from(settings.request_timeout_ms),
-            async {
-                let mut body = start(ctx, settings, sandbox, &spec).await?;
-                pump(&mut body, &mut stream, |s| s.pid.is_some() || s.is_done()).await?;
-                Ok(body)
-            },
-            || {
-                Failure::new(
-                    ErrorKind::Timeout,
-                    "Request timed out: the stream didn't open within 'request_timeout'",
-                )
-            },
-        )
-        .await;
-    let mut body = match started {
-        Ok(body) => body,
-        Err(f) => return Err((f, stream.partial_output())),
-    };
-    let Some(pid) = stream.pid else {
-        let failure = stream.outcome().err().unwrap_or_else(|| {
-            Failure::new(
-                ErrorKind::Internal,
-                "Failed to start process: expected start event, got nothing",
-            )
-        });
-        return Err((failure, stream.partial_output()));
-    };
-
-    let mut readiness = None;
-    let watch_ms = match a.port {
-        // The probe ends itself after the readiness wait; this bounds a
-        // probe request that hangs.
-        Some(_) => u64::from(settings.readiness_timeout_ms) + 10_000,
-        None => EARLY_EXIT_WATCH_MS,
-    };
-    // Keep reading the stream (an early exit) while probing the port.
-    let watch = async {
-        match pump(&mut body, &mut stream, |s| s.end.is_some() || s.is_done()).await {
-            Ok(()) => Some(Readiness::Exited),
-            // A broken stream says nothing about the process (envd keeps
-            // it running): let the probe or the timer decide.
-            Err(_) => futures_lite::future::pending().await,
-        }
-    };
-    let probe = async {
-        match a.port {
-            Some(port) => Some(probe_port(ctx, settings, sandbox, port).await),
-            None => {
-                ctx.platform.sleep_ns(watch_ms * 1_000_000).await;
-                None
-            }
-        }
-    };
-    let timer = async {
-        ctx.platform.sleep_ns((watch_ms + 1_000) * 1_000_000).await;
-        a.port.map(|_| Readiness::NotListening)
-    };
-    let verdict = futures_lite::future::or(watch, futures_lite::future::or(probe, timer)).await;
-    let exited = stream.end.is_some() || stream.is_done();
-    if exited || verdict == Some(Readiness::Exited) {
-        readiness = Some(Readiness::Exited);
-    } else if a.port.is_some() {
-        readiness = verdict.or(Some(Readiness::NotListening));
-    }
-    drop(body);
-    let exit_code = match readiness {
-        Some(Readiness::Exited) => Some(stream.end.as_ref().map_or(-1, |e| e.exit_code)),
-        _ => None,
-    };
-    Ok(BackgroundOutput {
-        command: a.command.clone(),
-        pid,
-        preview_url: a
-            .port
-            .map(|port| settings.preview_url(&sandbox.id, port, sandbox.domain.as_deref())),
-        readiness,
-        exit_code,
-        stdout: stream.out.stdout.finish(),
-        stderr: stream.out.stderr.finish(),
-    })
 }
 
 /// Runs the probe script in the sandbox: ready if it exits 0.
@@ -259,38 +304,6 @@ async fn probe_port<P: Platform>(
     match result {
         Ok(0) => Readiness::Ready,
         _ => Readiness::NotListening,
-    }
-}
-
-/// e2b-adk's dict; the output so far only when not ready.
-pub(crate) fn dict(b: &BackgroundOutput, obj: OrderedObject) -> OrderedObject {
-    let mut obj = obj
-        .put("command", b.command.as_str())
-        .put("pid", b.pid)
-        .put("preview_url", b.preview_url.clone());
-    if let Some(readiness) = b.readiness {
-        obj = obj.put("readiness", readiness.as_str());
-        if readiness == Readiness::Exited {
-            obj = obj.put("exit_code", b.exit_code);
-        }
-        if readiness != Readiness::Ready {
-            obj = obj
-                .put("stdout", b.stdout.as_str())
-                .put("stderr", b.stderr.as_str());
-        }
-    }
-    obj
-}
-
-/// Removes secrets from every text of the output.
-pub(crate) fn redact(b: BackgroundOutput, secrets: &Secrets) -> BackgroundOutput {
-    let r = |s: String| secrets.redact(&s);
-    BackgroundOutput {
-        command: r(b.command),
-        preview_url: b.preview_url.map(r),
-        stdout: r(b.stdout),
-        stderr: r(b.stderr),
-        ..b
     }
 }
 
@@ -324,7 +337,7 @@ mod tests {
         )
         .unwrap()
         {
-            ToolCall::StartBackground(a) => assert_eq!(a.port, Some(8000)),
+            ToolCall::StartBackgroundCommand(a) => assert_eq!(a.port, Some(8000)),
             other => panic!("{other:?}"),
         }
     }
@@ -349,7 +362,7 @@ mod tests {
             execute(&ctx, background("serve", Some(8123))),
         )
         .unwrap();
-        let ToolOutput::Background(out) = out else {
+        let ToolOutput::StartBackgroundCommand(out) = out else {
             panic!("{out:?}")
         };
         assert_eq!(out.pid, 42);
@@ -369,7 +382,7 @@ mod tests {
             execute(&ctx, background("crash", None)),
         )
         .unwrap();
-        let ToolOutput::Background(out) = out else {
+        let ToolOutput::StartBackgroundCommand(out) = out else {
             panic!("{out:?}")
         };
         assert_eq!(out.readiness, Some(Readiness::Exited));
@@ -389,7 +402,7 @@ mod tests {
             execute(&ctx, background("sleep 99", None)),
         )
         .unwrap();
-        let ToolOutput::Background(out) = out else {
+        let ToolOutput::StartBackgroundCommand(out) = out else {
             panic!("{out:?}")
         };
         assert_eq!((out.pid, out.readiness, out.exit_code), (5, None, None));
@@ -429,7 +442,7 @@ mod tests {
         let body = &kept.platform.bodies(START)[0];
         assert!(body.contains(script::LOG_DIR), "{body}");
         // The echo is still the model's command.
-        let ToolOutput::Background(out) = out else {
+        let ToolOutput::StartBackgroundCommand(out) = out else {
             panic!("{out:?}")
         };
         assert_eq!(out.command, "serve");
