@@ -31,6 +31,7 @@ mod dispatch;
 #[cfg(feature = "edge")]
 pub mod edge;
 mod edge_proxy;
+mod ephemeral;
 pub mod faults;
 mod heap;
 mod http_errors;
@@ -246,13 +247,10 @@ impl LocalServer {
                 (None, dir.clone())
             }
             None => {
-                let tmp = tempfile::Builder::new()
-                    .prefix("e2b-local-")
-                    .tempdir()
-                    .map_err(|source| StartError::DataDir {
-                        path: std::env::temp_dir(),
-                        source,
-                    })?;
+                let tmp = ephemeral::create().map_err(|source| StartError::DataDir {
+                    path: std::env::temp_dir(),
+                    source,
+                })?;
                 let path = tmp.path().to_path_buf();
                 (Some(tmp), path)
             }

@@ -1,11 +1,12 @@
 //! A persistent server killed with `kill -9` and started again on its
 //! state directory: the paused sandbox comes back and resumes with its
 //! files, a snapshot still starts sandboxes, and a sandbox that was running
-//! is gone, its disk with it.
+//! is gone, its disk with it. An ephemeral server killed so: the next
+//! one's start removes what it left.
 //!
 //! The server runs as a child process: this test binary again, running
 //! only [`child_server`] (ignored otherwise), which serves on the state
-//! directory its environment names.
+//! directory its environment names, or keeping nothing.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -17,7 +18,8 @@ use serde_json::{json, Value};
 
 use crate::common::Sbx;
 
-/// The variable that makes [`child_server`] serve, on the directory it names.
+/// The variable that makes [`child_server`] serve, on the directory it
+/// names (empty: an ephemeral server).
 const STATE_DIR_VAR: &str = "E2B_LOCAL_TEST_STATE_DIR";
 
 /// Not a test on its own: the restart test's server, in a child process.
@@ -28,7 +30,7 @@ async fn child_server() {
         return;
     };
     let opts = Options {
-        state_dir: Some(dir.into()),
+        state_dir: (!dir.is_empty()).then(|| dir.into()),
         ..Default::default()
     };
     e2b_local::serve_forever(opts, |server| {
@@ -48,7 +50,20 @@ struct ChildServer {
 
 impl ChildServer {
     fn start(state: &Path) -> ChildServer {
-        let mut child = Command::new(std::env::current_exe().unwrap())
+        Self::spawn(state, None)
+    }
+
+    /// An ephemeral server, its temporary directory `tmp`.
+    fn ephemeral(tmp: &Path) -> ChildServer {
+        Self::spawn(Path::new(""), Some(tmp))
+    }
+
+    fn spawn(state: &Path, tmp: Option<&Path>) -> ChildServer {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        if let Some(tmp) = tmp {
+            command.env("TMPDIR", tmp);
+        }
+        let mut child = command
             .args([
                 "--exact",
                 "restart::child_server",
@@ -418,4 +433,101 @@ async fn the_leftovers_check_finds_a_planted_mount_and_process() {
         found.cgroups.contains(&group.display().to_string()),
         "{found:?}"
     );
+}
+
+/// An ephemeral server killed with `kill -9` leaves its directory in the
+/// temporary directory (its sandbox's disk mounted there, as root); the
+/// next ephemeral server's start unmounts and removes it, and leaves what
+/// it cannot prove a dead server's of this user: a directory without an
+/// owner file, a live process's, another user's.
+#[tokio::test]
+async fn an_ephemeral_servers_leftovers_are_removed_by_the_next_ones_start() {
+    let tmp = tempfile::Builder::new()
+        .prefix("e2b-ephemeral-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let ephemeral_dirs = || -> Vec<std::path::PathBuf> {
+        let mut dirs: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("e2b-local-")
+            })
+            .collect();
+        dirs.sort();
+        dirs
+    };
+    let first = ChildServer::ephemeral(tmp.path());
+    let sbx = first.create(json!({"templateID": "base"})).await;
+    first.write(&sbx, "/home/user/kept.txt", "data").await;
+    let [left] = <[_; 1]>::try_from(ephemeral_dirs()).unwrap();
+    let owner = std::fs::read_to_string(left.join(".owner")).unwrap();
+    first.kill_9();
+    let root = rustix::process::getuid().is_root();
+    if root {
+        assert!(
+            mounts_under(&left) > 0,
+            "the killed server's disk is not mounted"
+        );
+    }
+    // What must stay: a server's still starting (no owner file), this live
+    // process's, and (as root) another user's with a dead owner.
+    let plant = |name: &str, owner: Option<String>| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        if let Some(owner) = owner {
+            std::fs::write(dir.join(".owner"), owner).unwrap();
+        }
+        dir
+    };
+    let unowned = plant("e2b-local-starting", None);
+    let namespace = |line: &str| line.split_whitespace().nth(2).unwrap().to_string();
+    let me = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let me_started = me
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_string();
+    let live = plant(
+        "e2b-local-live",
+        Some(format!(
+            "{} {me_started} {}\n",
+            std::process::id(),
+            namespace(&owner)
+        )),
+    );
+    let foreign = root.then(|| {
+        let dir = plant("e2b-local-foreign", Some(owner.clone()));
+        for path in [dir.join(".owner"), dir.clone()] {
+            rustix::fs::chown(&path, Some(rustix::fs::Uid::from_raw(65534)), None).unwrap();
+        }
+        dir
+    });
+    let second = ChildServer::ephemeral(tmp.path());
+    assert!(!left.exists(), "{} is left", left.display());
+    assert_eq!(mounts_under(&left), 0);
+    assert!(unowned.exists() && live.exists());
+    assert!(foreign.as_ref().is_none_or(|dir| dir.exists()));
+    second.stop();
+}
+
+/// How many mounts there are at or under `dir`.
+fn mounts_under(dir: &Path) -> usize {
+    let prefix = dir.to_string_lossy().into_owned();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|line| {
+            line.split(' ')
+                .nth(4)
+                .is_some_and(|point| point.starts_with(&prefix))
+        })
+        .count()
 }
