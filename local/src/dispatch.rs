@@ -19,6 +19,7 @@ use tower::ServiceExt;
 
 use crate::control_plane;
 use crate::edge_proxy::EdgeProxy;
+#[cfg(feature = "faults")]
 use crate::faults::{self, Faults};
 use crate::http_errors::{api_error, sandbox_not_found};
 use crate::registry::Registry;
@@ -35,7 +36,7 @@ struct Front {
 /// The whole server as one router.
 pub(crate) fn app(
     registry: Arc<Registry>,
-    faults: Faults,
+    #[cfg(feature = "faults")] faults: Faults,
     api_key: String,
     time_scale: f64,
 ) -> Router {
@@ -44,11 +45,11 @@ pub(crate) fn app(
         proxy: EdgeProxy::new(Arc::clone(&registry)),
         registry: Arc::clone(&registry),
     };
-    Router::new()
-        .fallback(route)
-        .with_state(front)
-        .layer(axum::middleware::from_fn_with_state(faults, faults::apply))
-        .layer(axum::middleware::from_fn_with_state(registry, count))
+    let router = Router::new().fallback(route).with_state(front);
+    // Test hooks, only in a server built for tests.
+    #[cfg(feature = "faults")]
+    let router = router.layer(axum::middleware::from_fn_with_state(faults, faults::apply));
+    router.layer(axum::middleware::from_fn_with_state(registry, count))
 }
 
 async fn count(State(registry): State<Arc<Registry>>, req: Request, next: Next) -> Response {
@@ -159,6 +160,7 @@ async fn sandbox_plane(front: &Front, t: Target, mut req: Request) -> Response {
         if !sandbox.auto_resume() {
             return sandbox_not_found(&t.sandbox_id);
         }
+        let _turn = sandbox.turn().await;
         front.registry.resume(&sandbox, resume_timeout(&sandbox));
     }
     let authorized = match t.port {

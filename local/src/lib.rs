@@ -13,8 +13,9 @@
 //!   command listens on.
 //!
 //! Commands and code really run, each sandbox in its own root under
-//! bubblewrap, all its processes in one set of namespaces. Tests can inject faults ([`Faults`]) and read
-//! request counters ([`Stats`]).
+//! bubblewrap, all its processes in one set of namespaces. Tests can read
+//! request counters ([`Stats`]) and, in a server built with the `faults`
+//! feature, inject faults (`Faults`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), e2b_local::StartError> {
@@ -32,6 +33,7 @@ mod dispatch;
 pub mod edge;
 mod edge_proxy;
 mod ephemeral;
+#[cfg(feature = "faults")]
 pub mod faults;
 mod heap;
 mod http_errors;
@@ -60,6 +62,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+#[cfg(feature = "faults")]
 pub use faults::{Fault, FaultRule, Faults};
 pub use isolation::Limits;
 pub use leftovers::{leftovers, Leftovers};
@@ -207,6 +210,7 @@ pub struct LocalServer {
     https: bool,
     api_key: String,
     registry: Arc<Registry>,
+    #[cfg(feature = "faults")]
     faults: Faults,
     isolation: String,
     state_dir: Option<PathBuf>,
@@ -319,9 +323,11 @@ impl LocalServer {
             tracing::info!("{restored} paused sandboxes restored");
         }
         registry.clone().spawn_reaper();
+        #[cfg(feature = "faults")]
         let faults = Faults::new(registry.clone());
         let app = dispatch::app(
             registry.clone(),
+            #[cfg(feature = "faults")]
             faults.clone(),
             opts.api_key.clone(),
             opts.time_scale,
@@ -357,6 +363,7 @@ impl LocalServer {
             https: opts.tls.is_some(),
             api_key: opts.api_key,
             registry,
+            #[cfg(feature = "faults")]
             faults,
             isolation,
             state_dir: opts.state_dir.clone(),
@@ -401,7 +408,9 @@ impl LocalServer {
         self.state_dir.as_deref()
     }
 
-    /// The fault-injection handle.
+    /// The fault-injection handle (feature `faults`: a server built for
+    /// tests).
+    #[cfg(feature = "faults")]
     pub fn faults(&self) -> &Faults {
         &self.faults
     }
