@@ -43,6 +43,9 @@ pub(crate) struct Sandbox {
     life: Mutex<Life>,
     /// True while paused or after death: open responses are cut.
     gone: tokio::sync::watch::Sender<bool>,
+    /// Held by a pause's stop of its processes and by a resume, so they
+    /// take turns (see [`Sandbox::turn`]).
+    turn: tokio::sync::Mutex<()>,
     /// The previous metrics sample's time and CPU time (ns), for the CPU
     /// use between samples.
     last_cpu: Mutex<(Instant, u64)>,
@@ -76,6 +79,23 @@ impl Sandbox {
             }),
             last_cpu: Mutex::new((Instant::now(), 0)),
             gone: tokio::sync::watch::Sender::new(false),
+            turn: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Its turn to stop processes for a pause or to resume: a stop a pause
+    /// scheduled in the background (the one at the TTL, or the pause
+    /// answer's own) never lands on the sandbox a resume booted after it.
+    pub async fn turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.turn.lock().await
+    }
+
+    /// Stops its processes for a pause that keeps no memory, in its turn,
+    /// unless it was resumed meanwhile.
+    pub async fn stop_for_pause(&self) {
+        let _turn = self.turn().await;
+        if self.state() == State::Paused && !self.memory_kept() {
+            self.stop_processes().await;
         }
     }
 

@@ -376,6 +376,8 @@ async fn connect(State(api): State<Api>, Path(id): Path<String>, body: Bytes) ->
         Ok(t) => t,
         Err(rejection) => return rejection.into_response(),
     };
+    // After a pause's stop still under way, if any.
+    let _turn = sandbox.turn().await;
     // A resume without memory boots it anew: what a freeze kept goes.
     if req.memory == Some(false) && sandbox.memory_kept() {
         sandbox.stop_processes().await;
@@ -401,9 +403,7 @@ async fn pause(State(api): State<Api>, Path(id): Path<String>, body: Bytes) -> R
     };
     match api.registry.pause(&sandbox, req.memory.unwrap_or(true)) {
         Ok(true) => {
-            if !sandbox.memory_kept() {
-                sandbox.stop_processes().await;
-            }
+            sandbox.stop_for_pause().await;
             StatusCode::NO_CONTENT.into_response()
         }
         Ok(false) => api_error(

@@ -316,7 +316,7 @@ impl Registry {
     }
 
     /// Resumes a paused sandbox with a fresh TTL of `secs`; false if it
-    /// was running.
+    /// was running. The caller holds the sandbox's [`Sandbox::turn`].
     pub fn resume(&self, sandbox: &Sandbox, secs: u64) -> bool {
         let resumed = sandbox.resume(secs);
         if resumed {
@@ -436,7 +436,7 @@ impl Registry {
                 let task = handle.spawn(async move {
                     let _under_way = under_way;
                     if keep_root {
-                        torn.stop_processes().await;
+                        torn.stop_for_pause().await;
                     } else {
                         teardown(torn).await;
                     }
