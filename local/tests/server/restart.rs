@@ -411,9 +411,12 @@ async fn the_leftovers_check_finds_a_planted_mount_and_process() {
     let stray = data.path().join("slirp4netns");
     std::fs::copy("/bin/sleep", &stray).unwrap();
     let mut process = Command::new(&stray).arg("300").spawn().unwrap();
+    // Under a "server" group of its own pid, which no server of this test
+    // binary shares (their shutdowns end every group under their pid) and
+    // no server's start sweeps (it runs).
     let group = pids
         .join("e2b-local")
-        .join(std::process::id().to_string())
+        .join(process.id().to_string())
         .join("planted-leftover");
     std::fs::create_dir_all(&group).unwrap();
     std::fs::write(group.join("cgroup.procs"), process.id().to_string()).unwrap();
@@ -421,6 +424,7 @@ async fn the_leftovers_check_finds_a_planted_mount_and_process() {
     let _ = process.kill();
     let _ = process.wait();
     let _ = std::fs::remove_dir(&group);
+    let _ = std::fs::remove_dir(group.parent().unwrap());
     let _ = rustix::mount::unmount(&point, rustix::mount::UnmountFlags::DETACH);
     assert_eq!(found.mounts, [point.display().to_string()], "{found:?}");
     assert!(
