@@ -110,6 +110,14 @@ impl Faults {
         self.registry.expire(sandbox_id);
     }
 
+    /// Delays each background stop a pause schedules (one without memory,
+    /// or at the TTL) by `ms` before it begins, as a loaded machine may.
+    pub fn delay_pause_stops(&self, ms: u64) {
+        self.registry
+            .pause_stop_delay_ms
+            .store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Removes every pending rule.
     pub fn clear(&self) {
         if let Ok(mut rules) = self.rules.lock() {

@@ -90,6 +90,10 @@ pub(crate) struct Registry {
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// Teardowns under way, awaited by a shutdown so roots are gone after it.
     teardowns: Mutex<Vec<Teardown>>,
+    /// How long a pause's background stop waits before it begins (ms): a
+    /// loaded machine's delay, on demand (`Faults::delay_pause_stops`).
+    #[cfg(feature = "faults")]
+    pub pause_stop_delay_ms: std::sync::atomic::AtomicU64,
 }
 
 /// What a registry is made with.
@@ -116,6 +120,8 @@ impl Registry {
             snapshots: parts.snapshots,
             reaper: Mutex::new(None),
             teardowns: Mutex::default(),
+            #[cfg(feature = "faults")]
+            pause_stop_delay_ms: Default::default(),
         })
     }
 
@@ -433,9 +439,15 @@ impl Registry {
             Ok(handle) => {
                 let torn = Arc::clone(&sandbox);
                 let under_way = crate::heap::teardown_under_way();
+                #[cfg(feature = "faults")]
+                let delay = self
+                    .pause_stop_delay_ms
+                    .load(std::sync::atomic::Ordering::Relaxed);
                 let task = handle.spawn(async move {
                     let _under_way = under_way;
                     if keep_root {
+                        #[cfg(feature = "faults")]
+                        tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
                         torn.stop_for_pause().await;
                     } else {
                         teardown(torn).await;

@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::{start, start_sandbox};
+use crate::common::{run, start, start_sandbox, stdout_of};
 
 #[tokio::test]
 async fn create_get_list_timeout_kill() {
@@ -286,6 +286,31 @@ async fn pause_keeps_files_and_connect_resumes() {
         .await;
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.text().await.unwrap(), "kept");
+    h.server.shutdown().await;
+}
+
+/// A filesystem-only pause stops the processes in the background too (at
+/// the TTL that stop is the only one), and on a loaded machine it may
+/// begin late. It never lands on the sandbox a resume booted after it: a
+/// process started after the connect outlives it.
+#[tokio::test]
+async fn a_late_stop_of_a_pause_spares_the_sandbox_resumed_after_it() {
+    let (h, sbx) = start_sandbox().await;
+    h.server.faults().delay_pause_stops(1_000);
+    let resp = h
+        .api_json(
+            Method::POST,
+            &format!("/sandboxes/{}/pause", sbx.id),
+            &json!({"memory": false}),
+        )
+        .await;
+    assert_eq!(resp.status(), 204);
+    assert_eq!(h.connect(&sbx, 60).await.status(), 201);
+    run(&h, &sbx, "setsid sleep 999 > /dev/null 2>&1 < /dev/null &").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let (events, _) = run(&h, &sbx, "pgrep -x sleep || echo none").await;
+    let out = stdout_of(&events);
+    assert!(out.trim().parse::<u32>().is_ok(), "after the late stop: {out}");
     h.server.shutdown().await;
 }
 
