@@ -310,7 +310,10 @@ async fn a_late_stop_of_a_pause_spares_the_sandbox_resumed_after_it() {
     tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
     let (events, _) = run(&h, &sbx, "pgrep -x sleep || echo none").await;
     let out = stdout_of(&events);
-    assert!(out.trim().parse::<u32>().is_ok(), "after the late stop: {out}");
+    assert!(
+        out.trim().parse::<u32>().is_ok(),
+        "after the late stop: {out}"
+    );
     h.server.shutdown().await;
 }
 
