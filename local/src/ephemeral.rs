@@ -72,6 +72,8 @@ fn remove(dir: &Path) {
     }
     match fs::remove_dir_all(dir) {
         Ok(()) => tracing::info!("removed {}, left by a server that died", dir.display()),
+        // Another server starting at the same time removed it first.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => tracing::warn!(
             "cannot remove {}, left by a server that died: {e}",
             dir.display()
@@ -132,11 +134,8 @@ impl Owner {
 /// When process `pid` started (field 22 of its `stat`, after the name,
 /// which may hold spaces and parentheses); `None` if there is none.
 fn started(pid: u32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(19)?
+    crate::procfs::stat_fields(Path::new(&format!("/proc/{pid}")))?
+        .get(19)?
         .parse()
         .ok()
 }

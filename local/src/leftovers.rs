@@ -70,15 +70,8 @@ pub fn leftovers(data_dir: &Path) -> Leftovers {
             continue;
         }
         let cmdline = |p: &Path| std::fs::read(p.join("cmdline")).unwrap_or_default();
-        let parent = std::fs::read_to_string(proc.join("stat"))
-            .ok()
-            .and_then(|stat| {
-                stat.rsplit(')')
-                    .next()?
-                    .split_whitespace()
-                    .nth(1)
-                    .map(String::from)
-            })
+        let parent = crate::procfs::stat_fields(&proc)
+            .and_then(|mut fields| (fields.len() > 1).then(|| fields.swap_remove(1)))
             .map(|ppid| Path::new("/proc").join(ppid));
         let names_dir = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).contains(&dir);
         let ours = names_dir(cmdline(&proc))

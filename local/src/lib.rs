@@ -42,6 +42,7 @@ mod isolation;
 mod leftovers;
 mod names;
 mod paths;
+mod procfs;
 mod registry;
 mod sandbox;
 pub mod serve_command;

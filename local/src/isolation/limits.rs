@@ -321,14 +321,8 @@ fn sweep_dead_servers(group: &Path) {
 /// Whether process `pid` runs: it exists and is not a zombie (a server
 /// killed a moment ago whose parent has not reaped it yet is dead).
 fn alive(pid: &std::ffi::OsStr) -> bool {
-    let Ok(stat) = std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")) else {
-        return false;
-    };
-    // `pid (comm) S …`: the state follows the last `)`.
-    let state = stat
-        .rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().next());
-    !matches!(state, Some("Z" | "X"))
+    crate::procfs::stat_fields(&Path::new("/proc").join(pid))
+        .is_some_and(|fields| !matches!(fields.first().map(String::as_str), Some("Z" | "X")))
 }
 
 /// Thaws the group `dir`, kills what is in it and removes it once empty
