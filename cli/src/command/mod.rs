@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// Exit status of a call whose tool failed (`success: false`, a command's
 /// non-zero `exit_code`, code that raised), or of a failure of the host
@@ -278,7 +278,7 @@ async fn batch(global: &GlobalArgs) -> Result<u8, CliFailure> {
 
 async fn run_batch_lines(session: &Session, mut files: RichFiles) -> Result<u8, CliFailure> {
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    let mut stdout = tokio::io::stdout();
+    let stdout = std::io::stdout();
     let mut number = 0usize;
     let mut all_succeeded = true;
     while let Some(line) = lines.next_line().await.map_err(CliFailure::host)? {
@@ -303,11 +303,12 @@ async fn run_batch_lines(session: &Session, mut files: RichFiles) -> Result<u8, 
         all_succeeded &= exit_status(&tool, &result) == 0;
         let saved = files.save(&result);
         RichFiles::annotate(&mut result, &saved);
-        stdout
-            .write_all(format!("{result}\n").as_bytes())
-            .await
+        // Written in place: a line is small, and tokio's stdout would hop
+        // to a blocking thread and back for every one.
+        let mut out = stdout.lock();
+        writeln!(out, "{result}")
+            .and_then(|()| out.flush())
             .map_err(CliFailure::host)?;
-        stdout.flush().await.map_err(CliFailure::host)?;
     }
     Ok(if all_succeeded { 0 } else { EXIT_FAILURE })
 }
