@@ -60,6 +60,21 @@ async fn filled(stats: impl Fn() -> PoolStats, n: usize) -> Result<(), Failure> 
     Ok(())
 }
 
+/// Waits until `count()` reaches `n` (a minute at most).
+async fn executions_reach(count: impl Fn() -> u64, n: u64) -> Result<(), Failure> {
+    let until = Instant::now() + Duration::from_secs(60);
+    while count() < n {
+        if Instant::now() > until {
+            return Err(host(format!(
+                "the MCP server's pool never filled: {} of {n} cells",
+                count()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
 /// A session's first `run_command`, from `open` to its result.
 async fn first_call(session: Session, started: Instant) -> Result<Duration, Failure> {
     call_ok(&session, "run_command", &json!({"command": "true"})).await?;
@@ -125,8 +140,11 @@ async fn measure(
     let outcome = async {
         let (mut fresh, mut pooled, mut warm) = (Vec::new(), Vec::new(), Vec::new());
         let call = |id| tool_call(id, "run_command", json!({"command": "true"}));
-        // Until the pool's two are made (the delay is on every create).
-        tokio::time::sleep(CREATE_DELAY * 3).await;
+        // A pooled sandbox is ready once its interpreter answered the
+        // pool's empty cell (nothing else here runs code): wait for the
+        // pool's two, then for each refill, as the library's rows do.
+        let executed = || server.stats().count("POST /execute");
+        let mut ready = executed() + POOL_SIZE as u64;
         for i in 0..FIRST_CALLS as u64 {
             // The session opens its instance and sandbox on its first
             // tools/call, which is what is timed (initialize comes before).
@@ -135,7 +153,8 @@ async fn measure(
             plain.call(&session, &call(10 + i)).await?;
             fresh.push(started.elapsed());
             // The pool refills meanwhile (one create each).
-            tokio::time::sleep(CREATE_DELAY + Duration::from_millis(100)).await;
+            executions_reach(executed, ready).await?;
+            ready += 1;
             let session = warmed.session().await?;
             let started = Instant::now();
             warmed.call(&session, &call(100 + i)).await?;
