@@ -8,6 +8,8 @@ answer per stdout line:
 - {"op": "call", "tool": T, "args": A}           -> {"result": <tool result>}
 - {"op": "time", "tool": T, "args": A, "n": N}   -> {"ns": [N durations]}
   (each timed inside Python around `run_async`)
+- {"op": "cpu", "tool": T, "args": A, "n": N}    -> {"cpu_ns": .., "wall_ns": ..}
+  (the process's own CPU time, user + system of all its threads, over N calls)
 - {"op": "reset_peak"}                           -> {} (peak RSS := current RSS)
 - {"op": "rss"}                                  -> {"rss_kib": .., "peak_kib": ..}
 - {"op": "close"}                                -> {} and the process ends
@@ -18,6 +20,7 @@ environment, so it talks to the benchmark's local server.
 
 import asyncio
 import json
+import resource
 import sys
 import time
 
@@ -34,6 +37,12 @@ def memory_kib() -> dict:
             elif line.startswith("VmHWM:"):
                 out["peak_kib"] = int(line.split()[1])
     return out
+
+
+def cpu_ns() -> int:
+    """User + system CPU time of this process (all threads), in ns."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return int((usage.ru_utime + usage.ru_stime) * 1e9)
 
 
 def reset_peak() -> None:
@@ -64,6 +73,16 @@ async def main() -> None:
                     await tool.run_async(args=args, tool_context=None)
                     samples.append(time.perf_counter_ns() - started)
                 answer = {"ns": samples}
+            elif op == "cpu":
+                tool = tools[command["tool"]]
+                args = command["args"]
+                cpu_started, started = cpu_ns(), time.perf_counter_ns()
+                for _ in range(int(command["n"])):
+                    await tool.run_async(args=args, tool_context=None)
+                answer = {
+                    "cpu_ns": cpu_ns() - cpu_started,
+                    "wall_ns": time.perf_counter_ns() - started,
+                }
             elif op == "reset_peak":
                 reset_peak()
                 answer = {}

@@ -150,11 +150,15 @@ pub(crate) struct Floor {
 
 impl Floor {
     async fn open(server: &LocalServer) -> Result<Self, Failure> {
+        Self::open_at(server.url(), server.api_key().to_string()).await
+    }
+
+    /// A floor client of the server at `url`, with its sandbox made and
+    /// the ten-byte file written.
+    pub(crate) async fn open_at(url: String, key: String) -> Result<Self, Failure> {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         let client: FloorClient = Client::builder(TokioExecutor::new()).build(connector);
-        let url = server.url();
-        let key = server.api_key().to_string();
 
         let create = e2b_wire::api::NewSandbox {
             template_id: e2b_wire::api::DEFAULT_TEMPLATE.into(),
@@ -243,7 +247,7 @@ impl Floor {
     }
 
     /// The essential request of call `slot`, timed, its answer checked.
-    async fn call(&self, slot: usize) -> Result<Duration, Failure> {
+    pub(crate) async fn call(&self, slot: usize) -> Result<Duration, Failure> {
         let request = match slot {
             0 => self
                 .envd(http::Request::get(format!(
@@ -282,7 +286,7 @@ impl Floor {
         Ok(took)
     }
 
-    async fn close(self) {
+    pub(crate) async fn close(self) {
         if let Ok(kill) =
             http::Request::delete(format!("{}/sandboxes/{}", self.url, self.sandbox_id))
                 .header(e2b_wire::HEADER_API_KEY, &self.key)

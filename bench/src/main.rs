@@ -8,13 +8,14 @@
 //! Measured (see issue 6): client cost per trivial call, control-plane
 //! requests per call, cold start, memory under big output, idle sessions per
 //! process, the size of the component, stateless calls, MCP, the
-//! production path (TLS through a proxy), and the first call with a warm
-//! pool.
+//! production path (TLS through a proxy), the first call with a warm
+//! pool, and the client's own CPU per call.
 
 use bytes::Bytes;
 use clap::Parser;
 
 mod adk;
+mod client_cpu;
 mod latency;
 mod mcp;
 mod memory;
@@ -26,6 +27,7 @@ mod tls;
 mod warm_pool;
 
 use adk::*;
+use client_cpu::*;
 use e2b_local::{LocalServer, Stats};
 use e2b_tools_host::{
     e2b_env, ComponentSource, Runtime, SandboxConfig, Session, SessionOptions, StatelessOptions,
@@ -87,6 +89,9 @@ struct BenchArgs {
     /// Only section 1's component and floor columns, printed, not written.
     #[arg(long)]
     only_latency: bool,
+    /// Only the client CPU section (12), printed, not written.
+    #[arg(long)]
+    only_cpu: bool,
     /// Call one tool through the host library in a loop for this many
     /// seconds, for a profiler attached to the process (`perf record -p`).
     #[arg(long, value_name = "SECONDS")]
@@ -101,6 +106,13 @@ struct BenchArgs {
     /// Internal: be the TLS-through-a-proxy child (its plan as JSON).
     #[arg(long, hide = true, value_name = "JSON")]
     probe_tls: Option<String>,
+    /// Internal: be a CPU probe child (`library`, `library-multi-thread`
+    /// or `floor`), making `--probe-calls` calls.
+    #[arg(long, hide = true, value_name = "KIND")]
+    probe_cpu: Option<String>,
+    /// Internal: how many calls the CPU probe makes.
+    #[arg(long, hide = true, default_value_t = 1_000)]
+    probe_calls: usize,
 }
 
 /// Why the benchmark stopped.
@@ -111,9 +123,16 @@ fn host(err: impl std::fmt::Display) -> Failure {
     anyhow::anyhow!("{err}")
 }
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    match bench(BenchArgs::parse()).await {
+fn main() -> std::process::ExitCode {
+    let args = BenchArgs::parse();
+    // The CPU probe picks its own runtime.
+    let outcome = match &args.probe_cpu {
+        Some(kind) => probe_cpu(kind, args.probe_calls),
+        None => tokio::runtime::Runtime::new()
+            .map_err(host)
+            .and_then(|runtime| runtime.block_on(bench(args))),
+    };
+    match outcome {
         Ok(code) => code.into(),
         Err(err) => {
             eprintln!("e2b-tools-bench: {err:#}");
@@ -231,6 +250,16 @@ async fn bench(args: BenchArgs) -> Result<u8, Failure> {
         outcome?;
         return Ok(0);
     }
+    if args.only_cpu {
+        let mut report = Report::default();
+        let outcome = client_cpu(&plan, &env, &python, &package_python, &mut report).await;
+        server.shutdown().await;
+        outcome?;
+        let mut text = String::new();
+        report.cpu_markdown(&mut text);
+        print_stdout(&text)?;
+        return Ok(0);
+    }
     if args.only_latency {
         let mut report = Report::default();
         let outcome = side_by_side_latency(&plan, &runtime, &server, &env, &mut report).await;
@@ -285,6 +314,8 @@ async fn run_all(
     pool_cost(runtime, server, env, &mut report).await?;
     eprintln!("bench: TLS through a proxy");
     tls_cost(plan, env, &mut report).await?;
+    eprintln!("bench: the client's CPU per call");
+    client_cpu(plan, env, python, package_python, &mut report).await?;
     eprintln!("bench: the Python package's cold start");
     python_package_cold_start(plan, env, package_python, python, &mut report).await?;
     report.wasm_bytes = EMBEDDED_COMPONENT.len() as u64;

@@ -75,7 +75,7 @@ pub(crate) fn tool_call(id: u64, name: &str, arguments: Value) -> Value {
 }
 
 /// A tools/call answer whose result says `success: true`.
-fn check_call(answer: &Value) -> Result<(), Failure> {
+pub(crate) fn check_call(answer: &Value) -> Result<(), Failure> {
     match answer["result"]["structuredContent"]["success"].as_bool() {
         Some(true) => Ok(()),
         _ => Err(host(format!("MCP call failed: {answer}"))),
@@ -83,14 +83,14 @@ fn check_call(answer: &Value) -> Result<(), Failure> {
 }
 
 /// `e2b-tools mcp` on stdio.
-struct StdioServer {
+pub(crate) struct StdioServer {
     child: Child,
     input: ChildStdin,
     lines: Lines<BufReader<ChildStdout>>,
 }
 
 impl StdioServer {
-    async fn start(env: &BTreeMap<String, String>) -> Result<Self, Failure> {
+    pub(crate) async fn start(env: &BTreeMap<String, String>) -> Result<Self, Failure> {
         let mut child = server_command(env, &["mcp"])?
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -117,7 +117,7 @@ impl StdioServer {
             .map_err(host)
     }
 
-    async fn ask(&mut self, message: &Value) -> Result<Value, Failure> {
+    pub(crate) async fn ask(&mut self, message: &Value) -> Result<Value, Failure> {
         self.send(message).await?;
         loop {
             let line = self
@@ -133,7 +133,12 @@ impl StdioServer {
         }
     }
 
-    async fn stop(mut self) {
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().unwrap_or(0)
+    }
+
+    pub(crate) async fn stop(mut self) {
         drop(self.input);
         let _ = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await;
     }
@@ -147,7 +152,12 @@ pub(crate) struct HttpServer {
 }
 
 impl HttpServer {
-    async fn start(env: &BTreeMap<String, String>) -> Result<Self, Failure> {
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().unwrap_or(0)
+    }
+
+    pub(crate) async fn start(env: &BTreeMap<String, String>) -> Result<Self, Failure> {
         Self::start_with(env, &[]).await
     }
 
