@@ -30,7 +30,7 @@ impl CpuRow {
         self.cpu / self.calls.max(1) as u32
     }
 
-    fn wall_per_call(&self) -> Duration {
+    pub(crate) fn wall_per_call(&self) -> Duration {
         self.wall / self.calls.max(1) as u32
     }
 

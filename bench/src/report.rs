@@ -505,6 +505,24 @@ impl Report {
                 verdict(cpu <= Duration::from_micros(100))
             );
         }
+        let wall = |client| self.cpu.iter().find(|row| row.client == client);
+        if let (Some(floor), Some(library)) = (wall(FLOOR), wall(LIBRARY)) {
+            let (floor, library) = (floor.wall_per_call(), library.wall_per_call());
+            let _ = writeln!(
+                out,
+                "| (12) the local server's `read_file` floor (wall, its client in a process of its own) ≤ 0.2 ms | {} | {} |",
+                ms(floor),
+                verdict(floor <= Duration::from_micros(200))
+            );
+            let times = ratio(library, floor);
+            let _ = writeln!(
+                out,
+                "| (12) host library: wall per call ≤ 1.3× the floor's | {times:.2} ({} against {}) | {} |",
+                ms(library),
+                ms(floor),
+                verdict(times <= 1.3)
+            );
+        }
     }
 }
 

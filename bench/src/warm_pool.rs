@@ -144,7 +144,8 @@ async fn measure(
         // pool's empty cell (nothing else here runs code): wait for the
         // pool's two, then for each refill, as the library's rows do.
         let executed = || server.stats().count("POST /execute");
-        let mut ready = executed() + POOL_SIZE as u64;
+        // The pool's two, then one refill after each sample.
+        let first_ready = executed() + POOL_SIZE as u64;
         for i in 0..FIRST_CALLS as u64 {
             // The session opens its instance and sandbox on its first
             // tools/call, which is what is timed (initialize comes before).
@@ -153,8 +154,7 @@ async fn measure(
             plain.call(&session, &call(10 + i)).await?;
             fresh.push(started.elapsed());
             // The pool refills meanwhile (one create each).
-            executions_reach(executed, ready).await?;
-            ready += 1;
+            executions_reach(executed, first_ready + i).await?;
             let session = warmed.session().await?;
             let started = Instant::now();
             warmed.call(&session, &call(100 + i)).await?;
