@@ -57,6 +57,12 @@ impl Adk {
         check_success(tool, answer["result"].clone())
     }
 
+    /// Writes the ten-byte file the read benchmarks read.
+    pub(crate) async fn write_bench_file(&mut self) -> Result<(), Failure> {
+        let content = json!({"path": BENCH_FILE, "content": TEN_BYTES});
+        self.call_ok("write_file", content).await.map(drop)
+    }
+
     pub(crate) async fn time(
         &mut self,
         tool: &str,
@@ -102,11 +108,7 @@ pub(crate) async fn adk_side(
 ) -> Result<(), Failure> {
     let mut adk = Adk::spawn(python, env)?;
     let outcome = async {
-        adk.call_ok(
-            "write_file",
-            json!({"path": BENCH_FILE, "content": TEN_BYTES}),
-        )
-        .await?;
+        adk.write_bench_file().await?;
         for (slot, tool) in LATENCY_CALLS.iter().enumerate() {
             let args = latency_args(slot);
             adk.time(tool, args.clone(), plan.latency_samples / 10 + 1)

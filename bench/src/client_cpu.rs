@@ -246,17 +246,12 @@ fn expect_success(line: Option<String>, what: &str) -> Result<(), Failure> {
 /// `e2b-tools mcp` on stdio and `mcp --http`, one call at a time each,
 /// the server processes read from outside.
 async fn mcp_cpu(env: &BTreeMap<String, String>, calls: usize) -> Result<Vec<CpuRow>, Failure> {
-    let mut stdio = StdioServer::start(env).await?;
-    let http = HttpServer::start(env).await?;
+    let (mut stdio, http) = (
+        StdioServer::start(env).await?,
+        HttpServer::start(env).await?,
+    );
     let outcome = async {
-        let session = http.session().await?;
-        let write = tool_call(
-            2,
-            "write_file",
-            json!({"path": BENCH_FILE, "content": TEN_BYTES}),
-        );
-        check_call(&stdio.ask(&write).await?)?;
-        http.call(&session, &write).await?;
+        let session = write_bench_file_over_mcp(&mut stdio, &http).await?;
         let read = |id| tool_call(id, "read_file", read_args());
         for i in 0..WARM_UP as u64 {
             check_call(&stdio.ask(&read(10 + i)).await?)?;
@@ -333,11 +328,7 @@ async fn adk_cpu(
 ) -> Result<CpuRow, Failure> {
     let mut adk = Adk::spawn(python, env)?;
     let outcome = async {
-        adk.call_ok(
-            "write_file",
-            json!({"path": BENCH_FILE, "content": TEN_BYTES}),
-        )
-        .await?;
+        adk.write_bench_file().await?;
         adk.time("read_file", read_args(), WARM_UP).await?;
         let answer = adk
             .ask(json!({"op": "cpu", "tool": "read_file", "args": read_args(), "n": calls}))

@@ -278,17 +278,12 @@ pub(crate) async fn mcp_cost(
     env: &BTreeMap<String, String>,
     report: &mut Report,
 ) -> Result<(), Failure> {
-    let mut stdio = StdioServer::start(env).await?;
-    let http = HttpServer::start(env).await?;
+    let (mut stdio, http) = (
+        StdioServer::start(env).await?,
+        HttpServer::start(env).await?,
+    );
     let outcome = async {
-        let session = http.session().await?;
-        let write = tool_call(
-            2,
-            "write_file",
-            json!({"path": BENCH_FILE, "content": TEN_BYTES}),
-        );
-        check_call(&stdio.ask(&write).await?)?;
-        http.call(&session, &write).await?;
+        let session = write_bench_file_over_mcp(&mut stdio, &http).await?;
         let read = |id| tool_call(id, "read_file", json!({"path": BENCH_FILE}));
         for i in 0..(plan.latency_samples / 10 + 1) as u64 {
             check_call(&stdio.ask(&read(10 + i)).await?)?;
@@ -336,6 +331,20 @@ pub(crate) async fn mcp_cost(
     stdio.stop().await;
     http.stop().await;
     outcome
+}
+
+/// Writes the ten-byte file through both servers (a session of the HTTP
+/// one, whose id is returned).
+pub(crate) async fn write_bench_file_over_mcp(
+    stdio: &mut StdioServer,
+    http: &HttpServer,
+) -> Result<String, Failure> {
+    let session = http.session().await?;
+    let content = json!({"path": BENCH_FILE, "content": TEN_BYTES});
+    let write = tool_call(2, "write_file", content);
+    check_call(&stdio.ask(&write).await?)?;
+    http.call(&session, &write).await?;
+    Ok(session)
 }
 
 impl McpRow {
