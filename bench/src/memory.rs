@@ -10,6 +10,7 @@ pub(crate) async fn idle_sessions(
 ) -> Result<SessionsRow, Failure> {
     let before = memory_kib().0;
     let private_before = private_kib();
+    let pss_before = pss_kib();
     let started = Instant::now();
     let mut sessions = Vec::with_capacity(count);
     let mut failure = None;
@@ -27,6 +28,7 @@ pub(crate) async fn idle_sessions(
     let elapsed = started.elapsed();
     let after = memory_kib().0;
     let private_after = private_kib();
+    let pss_after = pss_kib();
     let linear = match sessions.first() {
         Some(session) => session.linear_memory_bytes().await,
         None => 0,
@@ -40,6 +42,7 @@ pub(crate) async fn idle_sessions(
         rss_per_session_kib: after.saturating_sub(before) as f64 / opened.max(1) as f64,
         private_per_session_kib: private_after.saturating_sub(private_before) as f64
             / opened.max(1) as f64,
+        pss_per_session_kib: pss_after.saturating_sub(pss_before) as f64 / opened.max(1) as f64,
         linear_memory_bytes: linear,
     })
 }
@@ -62,10 +65,22 @@ pub(crate) fn memory_kib() -> (u64, u64) {
 /// the page-cache pages it maps, such as the compiled component's memory
 /// image, which every instance maps and RSS counts once per mapping.
 pub(crate) fn private_kib() -> u64 {
+    rollup_kib(&["Private_Clean:", "Private_Dirty:"])
+}
+
+/// Proportional resident memory of this process, in KiB: each page
+/// divided by the number of mappings sharing it, so the memory image's
+/// page-cache pages count once over all the instances mapping them.
+pub(crate) fn pss_kib() -> u64 {
+    rollup_kib(&["Pss:"])
+}
+
+/// The sum of `fields` in `/proc/self/smaps_rollup`, in KiB.
+fn rollup_kib(fields: &[&str]) -> u64 {
     let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
     rollup
         .lines()
-        .filter(|line| line.starts_with("Private_Clean:") || line.starts_with("Private_Dirty:"))
+        .filter(|line| fields.iter().any(|field| line.starts_with(field)))
         .filter_map(|line| line.split_whitespace().nth(1)?.parse::<u64>().ok())
         .sum()
 }
