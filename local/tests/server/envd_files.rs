@@ -212,8 +212,11 @@ async fn a_file_larger_than_memory_limits_streams_without_the_server_growing() {
         seen += chunk.len() as u64;
     }
     assert_eq!(seen, SIZE);
+    // The other tests of this binary run their servers in this process at
+    // the same time (CI saw 76 MiB from them): a quarter of the file still
+    // tells a stream from a server that holds the file.
     assert!(
-        peak - before < 64 << 10,
+        peak - before < 256 << 10,
         "memory grew by {} KiB while streaming 1 GiB",
         peak - before
     );
