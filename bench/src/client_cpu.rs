@@ -1,16 +1,15 @@
 //! (12) What a call costs the client: the CPU time (user + system, every
 //! thread) of the client's process alone, over many `read_file` calls of
-//! the ten-byte file on an open sandbox, after a warm-up. The server is
-//! another process's CPU, or this one's: the clients measured here are
-//! children of the benchmark, so none of the server's time is in their
-//! figures.
+//! the ten-byte file on an open sandbox, after a warm-up. The server runs
+//! in the benchmark's process and every client measured here in a child
+//! of its own, so none of the server's time is in their figures.
 
 use super::*;
 
 /// `read_file` calls per client whose process this benchmark reads from
 /// outside (clock ticks: 10 ms each, so a run of about a second of CPU).
 const OUTSIDE_CALLS: usize = 8_000;
-/// Calls per client that measures itself (`getrusage`, microseconds).
+/// Calls per client that measures itself (its process CPU clock).
 const SELF_CALLS: usize = 2_000;
 /// e2b-adk's calls (about 3 ms of CPU each).
 const ADK_CALLS: usize = 300;
@@ -56,6 +55,28 @@ pub(crate) const PYTHON: &str = "Python package (`e2b_tools`, wasmtime-py)";
 pub(crate) const FLOOR: &str = "(c) native floor: `GET /files` over a pooled hyper client";
 pub(crate) const ADK: &str = "(a) e2b-adk 0.1.2 (`run_async`)";
 
+/// A client of the host library or the floor, run as a probe child.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub(crate) enum CpuProbe {
+    /// `Session::call_json` on a current-thread runtime.
+    Library,
+    /// `Session::call_json` on a multi-thread runtime.
+    LibraryMultiThread,
+    /// The native floor's `GET /files`.
+    Floor,
+}
+
+impl CpuProbe {
+    /// The row it fills.
+    fn client(self) -> &'static str {
+        match self {
+            Self::Library => LIBRARY,
+            Self::LibraryMultiThread => LIBRARY_MULTI,
+            Self::Floor => FLOOR,
+        }
+    }
+}
+
 /// Measures every client; a row per client in `report.cpu`.
 pub(crate) async fn client_cpu(
     plan: &Plan,
@@ -64,29 +85,25 @@ pub(crate) async fn client_cpu(
     package_python: &Path,
     report: &mut Report,
 ) -> Result<(), Failure> {
-    let scale = |calls: usize| {
-        if plan.cold_runs < 7 {
-            calls / 10
-        } else {
-            calls
-        }
-    };
-    for kind in ["library", "library-multi-thread", "floor"] {
+    let scale = |calls: usize| calls / plan.cpu_calls_divisor;
+    for kind in [
+        CpuProbe::Library,
+        CpuProbe::LibraryMultiThread,
+        CpuProbe::Floor,
+    ] {
         let exe = std::env::current_exe().map_err(host)?;
+        let name = clap::ValueEnum::to_possible_value(&kind)
+            .map(|value| value.get_name().to_string())
+            .unwrap_or_default();
         let mut probe = Command::new(exe);
         probe
-            .args(["--probe-cpu", kind, "--probe-calls"])
+            .args(["--probe-cpu", &name, "--probe-calls"])
             .arg(scale(SELF_CALLS).to_string())
             .envs(env);
         let answer = json_child(probe, "the CPU probe").await?;
-        let client = match kind {
-            "library" => LIBRARY,
-            "library-multi-thread" => LIBRARY_MULTI,
-            _ => FLOOR,
-        };
         report
             .cpu
-            .push(CpuRow::of(client, scale(SELF_CALLS), &answer));
+            .push(CpuRow::of(kind.client(), scale(SELF_CALLS), &answer));
     }
     report.cpu.push(batch_cpu(env, scale(OUTSIDE_CALLS)).await?);
     report.cpu.extend(mcp_cpu(env, scale(OUTSIDE_CALLS)).await?);
@@ -101,17 +118,17 @@ pub(crate) async fn client_cpu(
 
 /// The probe child (`--probe-cpu`): `calls` reads through the host
 /// library (on a current-thread or a multi-thread runtime) or the floor's
-/// client, timed by this process's own `getrusage`; prints one JSON line.
-pub(crate) fn probe_cpu(kind: &str, calls: usize) -> Result<u8, Failure> {
+/// client, timed by this process's own CPU clock; prints one JSON line.
+pub(crate) fn probe_cpu(kind: CpuProbe, calls: usize) -> Result<u8, Failure> {
     let mut builder = match kind {
-        "library-multi-thread" => tokio::runtime::Builder::new_multi_thread(),
-        _ => tokio::runtime::Builder::new_current_thread(),
+        CpuProbe::LibraryMultiThread => tokio::runtime::Builder::new_multi_thread(),
+        CpuProbe::Library | CpuProbe::Floor => tokio::runtime::Builder::new_current_thread(),
     };
     let runtime = builder.enable_all().build().map_err(host)?;
     let env: BTreeMap<String, String> = e2b_env(std::env::vars());
     let answer = runtime.block_on(async {
         match kind {
-            "floor" => {
+            CpuProbe::Floor => {
                 let url = env.get("E2B_API_URL").cloned().unwrap_or_default();
                 let key = env.get("E2B_API_KEY").cloned().unwrap_or_default();
                 let floor = Floor::open_at(url, key).await?;
@@ -119,7 +136,7 @@ pub(crate) fn probe_cpu(kind: &str, calls: usize) -> Result<u8, Failure> {
                 floor.close().await;
                 answer
             }
-            _ => {
+            CpuProbe::Library | CpuProbe::LibraryMultiThread => {
                 let component =
                     tokio::task::spawn_blocking(|| Runtime::load(ComponentSource::Embedded))
                         .await
@@ -352,7 +369,7 @@ impl Report {
              sandbox: the CPU time (user + system, every thread) of the client's own process \
              over many calls after {WARM_UP} unmeasured ones; the server is another process. \
              The host library, the floor, the Python package and e2b-adk measure themselves \
-             (`getrusage`); `batch` and the MCP servers are read from outside \
+             (their process CPU clock, `getrusage` in Python); `batch` and the MCP servers are read from outside \
              (`/proc/<pid>/stat`, 10 ms ticks over about a second of CPU). `batch` is fed all \
              its lines at once; the others make one call at a time.\n"
         );

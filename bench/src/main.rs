@@ -106,10 +106,9 @@ struct BenchArgs {
     /// Internal: be the TLS-through-a-proxy child (its plan as JSON).
     #[arg(long, hide = true, value_name = "JSON")]
     probe_tls: Option<String>,
-    /// Internal: be a CPU probe child (`library`, `library-multi-thread`
-    /// or `floor`), making `--probe-calls` calls.
-    #[arg(long, hide = true, value_name = "KIND")]
-    probe_cpu: Option<String>,
+    /// Internal: be a CPU probe child, making `--probe-calls` calls.
+    #[arg(long, hide = true, value_enum, value_name = "KIND")]
+    probe_cpu: Option<CpuProbe>,
     /// Internal: how many calls the CPU probe makes.
     #[arg(long, hide = true, default_value_t = 1_000)]
     probe_calls: usize,
@@ -127,7 +126,7 @@ fn main() -> std::process::ExitCode {
     let args = BenchArgs::parse();
     // The CPU probe picks its own runtime.
     let outcome = match &args.probe_cpu {
-        Some(kind) => probe_cpu(kind, args.probe_calls),
+        Some(kind) => probe_cpu(*kind, args.probe_calls),
         None => tokio::runtime::Runtime::new()
             .map_err(host)
             .and_then(|runtime| runtime.block_on(bench(args))),
@@ -161,6 +160,8 @@ const KIB: f64 = 1024.0;
 struct Plan {
     latency_samples: usize,
     cold_runs: usize,
+    /// Section 12's call counts are divided by this (quick: 10).
+    cpu_calls_divisor: usize,
     big_outputs: Vec<u64>,
     adk_big_output: u64,
     session_counts: Vec<usize>,
@@ -172,6 +173,7 @@ impl Plan {
             Self {
                 latency_samples: 30,
                 cold_runs: 2,
+                cpu_calls_divisor: 10,
                 big_outputs: vec![100 * MIB],
                 adk_big_output: 100 * MIB,
                 session_counts: vec![1_000],
@@ -180,6 +182,7 @@ impl Plan {
             Self {
                 latency_samples: 300,
                 cold_runs: 7,
+                cpu_calls_divisor: 1,
                 big_outputs: vec![100 * MIB, 1024 * MIB],
                 adk_big_output: 100 * MIB,
                 session_counts: vec![1_000, 10_000],

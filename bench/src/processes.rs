@@ -71,23 +71,28 @@ pub(crate) async fn cold_start(
         cmd
     };
     // One unmeasured run each: the compilation cache and the page cache.
-    for (slot, template) in [(0, component), (1, adk), (2, attached)] {
-        let mut runs = Vec::new();
-        for round in 0..=plan.cold_runs {
-            let run = timed_process(&template, env).await?;
-            if round > 0 {
-                runs.push(run);
+    let outcome = async {
+        for (slot, template) in [(0, component), (1, adk), (2, attached)] {
+            let mut runs = Vec::new();
+            for round in 0..=plan.cold_runs {
+                let run = timed_process(&template, env).await?;
+                if round > 0 {
+                    runs.push(run);
+                }
             }
+            report.cold[slot] = Some(ColdStart::of(runs));
         }
-        report.cold[slot] = Some(ColdStart::of(runs));
+        Ok::<(), Failure>(())
     }
+    .await;
+    // Killed whatever happened: nothing else would before its timeout.
     let mut kill = Command::new(&exe);
     kill.args(["--backend", "e2b", "sandbox", "kill", &sandbox_id])
         .envs(env)
         .stdout(Stdio::null())
         .kill_on_drop(true);
-    kill.status().await.map_err(host)?;
-    Ok(())
+    let killed = kill.status().await.map_err(host);
+    outcome.and(killed.map(drop))
 }
 
 /// One process run: time to its first stdout line, and its peak RSS.

@@ -41,10 +41,15 @@ fn main() -> ExitCode {
 /// them, which cost more CPU than the call itself (BENCHMARKS.md).
 fn runtime_for(command: &command::args::Command) -> std::io::Result<tokio::runtime::Runtime> {
     use command::args::Command;
+    // Every command named: a new one must choose.
     let many_clients = match command {
         Command::Mcp(args) => args.http.is_some(),
         Command::Local { .. } => true,
-        _ => false,
+        Command::Tools
+        | Command::Call(_)
+        | Command::Batch
+        | Command::Sandbox { .. }
+        | Command::Snapshot { .. } => false,
     };
     let mut builder = match many_clients {
         true => tokio::runtime::Builder::new_multi_thread(),
